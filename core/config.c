@@ -1,0 +1,148 @@
+/* LIBGC_* parsing and validation. Pure: values come from a lookup function
+ * and complaints go to a callback, so the same code serves the library's
+ * constructor and the unit tests. */
+#include "core/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+void gc_config_defaults(struct gc_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->c_osync = GC_OSYNC_CONVERT;
+	c->c_stage = GC_STAGE_AUTO;
+	c->c_log = GC_LOG_WARN;
+	gc_policy_cfg_defaults(&c->c_policy);
+}
+
+struct parse_ctx {
+	gc_getenv_fn get;
+	gc_warn_fn warn;
+	void *ctx;
+	int bad;
+};
+
+static void reject(struct parse_ctx *p, const char *name, const char *val,
+		   const char *form)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line),
+		 "libgc: ignoring %s=\"%.64s\": expected %s; using the default", name,
+		 val, form);
+	p->warn(line, p->ctx);
+	p->bad++;
+}
+
+/* Returns the index of @val in @words, or -1 after a warning. */
+static int parse_word(struct parse_ctx *p, const char *name,
+		      const char *const *words, int n, const char *form)
+{
+	const char *v = p->get(name, p->ctx);
+	int i;
+
+	if (!v)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(v, words[i]))
+			return i;
+	reject(p, name, v, form);
+	return -1;
+}
+
+/* Unsigned decimal in [lo, hi]; leaves *out alone on absence or error. */
+static void parse_uint(struct parse_ctx *p, const char *name, uint64_t lo,
+		       uint64_t hi, uint64_t *out)
+{
+	const char *v = p->get(name, p->ctx);
+	char form[96], *end;
+	unsigned long long x;
+
+	if (!v)
+		return;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (*v == '\0' || *v == '-' || *v == '+' || *end != '\0' || errno == ERANGE ||
+	    x < lo || x > hi) {
+		snprintf(form, sizeof(form), "an integer from %llu to %llu",
+			 (unsigned long long)lo, (unsigned long long)hi);
+		reject(p, name, v, form);
+		return;
+	}
+	*out = x;
+}
+
+#define MAX_US 10000000ULL /* 10 s: anything longer is a typo, not a wait */
+
+int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
+		    void *ctx)
+{
+	static const char *const bools[] = { "0", "1" };
+	static const char *const policies[] = { "adaptive", "none", "fixed", "jbd2",
+						"siblings" };
+	static const char *const osync[] = { "convert", "keep" };
+	static const char *const stage[] = { "auto", "always", "never" };
+	static const char *const logs[] = { "error", "warn", "info", "debug" };
+	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
+	struct gc_policy_cfg *pc = &c->c_policy;
+	uint64_t us;
+	const char *v;
+	int i;
+
+	if ((i = parse_word(&p, "LIBGC_DISABLE", bools, 2, "0 or 1")) >= 0)
+		c->c_disable = i == 1;
+	if ((i = parse_word(&p, "LIBGC_POLICY", policies, 5,
+			    "adaptive, none, fixed, jbd2 or siblings")) >= 0)
+		pc->pc_kind = (enum gc_policy_kind)i;
+	if ((i = parse_word(&p, "LIBGC_OSYNC", osync, 2, "convert or keep")) >= 0)
+		c->c_osync = (enum gc_osync_mode)i;
+	if ((i = parse_word(&p, "LIBGC_STAGE", stage, 3, "auto, always or never")) >= 0)
+		c->c_stage = (enum gc_stage_mode)i;
+	if ((i = parse_word(&p, "LIBGC_LOG", logs, 4,
+			    "error, warn, info or debug")) >= 0)
+		c->c_log = (enum gc_log_level)i;
+
+	us = pc->pc_max_wait_ns / GC_NSEC_PER_USEC;
+	parse_uint(&p, "LIBGC_MAX_WAIT_US", 0, MAX_US, &us);
+	pc->pc_max_wait_ns = us * GC_NSEC_PER_USEC;
+	us = pc->pc_min_wait_ns / GC_NSEC_PER_USEC;
+	parse_uint(&p, "LIBGC_MIN_WAIT_US", 0, MAX_US, &us);
+	pc->pc_min_wait_ns = us * GC_NSEC_PER_USEC;
+	us = pc->pc_wait_ns / GC_NSEC_PER_USEC;
+	parse_uint(&p, "LIBGC_WAIT_US", 0, MAX_US, &us);
+	pc->pc_wait_ns = us * GC_NSEC_PER_USEC;
+	us = pc->pc_wait_pct;
+	parse_uint(&p, "LIBGC_WAIT_PCT", 0, 1000, &us);
+	pc->pc_wait_pct = (uint32_t)us;
+	us = pc->pc_siblings;
+	parse_uint(&p, "LIBGC_SIBLINGS", 0, 1000, &us);
+	pc->pc_siblings = (uint32_t)us;
+
+	if (pc->pc_min_wait_ns > pc->pc_max_wait_ns) {
+		char line[256];
+
+		snprintf(line, sizeof(line),
+			 "libgc: ignoring LIBGC_MIN_WAIT_US: larger than LIBGC_MAX_WAIT_US (%llu); using 0",
+			 (unsigned long long)(pc->pc_max_wait_ns / GC_NSEC_PER_USEC));
+		warn(line, ctx);
+		pc->pc_min_wait_ns = 0;
+		p.bad++;
+	}
+
+	v = get("LIBGC_REPORT", ctx);
+	if (v && *v && strcmp(v, "0")) {
+		if (!strcmp(v, "1"))
+			strcpy(c->c_report, "-");
+		else if (v[0] != '/' || strlen(v) >= sizeof(c->c_report))
+			reject(&p, "LIBGC_REPORT", v,
+			       "0, 1 (stderr) or an absolute path shorter than 256 bytes");
+		else
+			strcpy(c->c_report, v);
+	}
+	return p.bad;
+}

@@ -1,0 +1,34 @@
+/* LIBGC_* configuration: parsed once at start-up, validated, immutable after.
+ * The parser is pure (takes a lookup function) so unit tests feed it tables. */
+#ifndef GC_CONFIG_H
+#define GC_CONFIG_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "policy/policy.h"
+
+enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
+enum gc_stage_mode { GC_STAGE_AUTO, GC_STAGE_ALWAYS, GC_STAGE_NEVER };
+enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG };
+
+struct gc_config {
+	bool c_disable;			/* LIBGC_DISABLE */
+	enum gc_osync_mode c_osync;	/* LIBGC_OSYNC */
+	enum gc_stage_mode c_stage;	/* LIBGC_STAGE */
+	enum gc_log_level c_log;	/* LIBGC_LOG */
+	char c_report[256];		/* LIBGC_REPORT: "" off, "-" stderr, else a path */
+	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */
+};
+
+/* Returns the value of a variable or NULL. */
+typedef const char *(*gc_getenv_fn)(const char *name, void *ctx);
+/* Receives one complete line (no newline) describing a rejected value. */
+typedef void (*gc_warn_fn)(const char *line, void *ctx);
+
+void gc_config_defaults(struct gc_config *c);
+/* Fills @c from the lookup; every bad value produces one warning naming the
+ * variable and the accepted form, and keeps that field's default.
+ * Returns the number of rejected values. */
+int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
+		    void *ctx);
+
+#endif

@@ -1,0 +1,133 @@
+/* Descriptor table: fd -> sync flags the program asked for and the library
+ * converted. Two-level, chunks mapped on first use; lookups are one or two
+ * atomic loads, never a lock or an allocation (signal-handler safe). */
+#include "core/fdtable.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/mman.h>
+
+#define CHUNK_BITS 10
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+#define NCHUNKS (GC_FD_MAX / CHUNK_SIZE)
+
+/* Entry: low 32 bits the converted flags, high 32 bits a generation so the
+ * close protocol can tell "still the entry I closed" from "reused since". */
+static uint64_t *chunks[NCHUNKS];
+static uint32_t generation;
+
+static uint64_t *slot(int fd, int create)
+{
+	uint64_t *c, *fresh;
+
+	if (fd < 0 || fd >= GC_FD_MAX)
+		return NULL;
+	c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+	if (c || !create)
+		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
+	fresh = mmap(NULL, CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&chunks[fd >> CHUNK_BITS], &c, fresh, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(fresh, CHUNK_SIZE * sizeof(uint64_t));
+		/* c now holds the winner's chunk */
+	} else {
+		c = fresh;
+	}
+	return &c[fd & (CHUNK_SIZE - 1)];
+}
+
+int gc_fd_get(int fd)
+{
+	uint64_t *s = slot(fd, 0);
+
+	return s ? (int)(uint32_t)__atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+}
+
+int gc_fd_set(int fd, int sync_flags)
+{
+	uint64_t *s, gen;
+
+	if (fd < 0 || fd >= GC_FD_MAX)
+		return -EBADF;
+	if (!sync_flags) {
+		s = slot(fd, 0);
+		if (s)
+			__atomic_store_n(s, 0, __ATOMIC_RELEASE);
+		return 0;
+	}
+	s = slot(fd, 1);
+	if (!s)
+		return -ENOMEM;
+	gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+	if (!(uint32_t)gen)
+		gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(s, gen << 32 | (uint32_t)sync_flags, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void gc_fd_copy(int oldfd, int newfd)
+{
+	if (oldfd == newfd)
+		return;
+	/* Can only fail for an fd beyond the table or with no memory; the
+	 * caller then closes the copy rather than lose its sync semantics. */
+	gc_fd_set(newfd, gc_fd_get(oldfd));
+}
+
+uint64_t gc_fd_close_begin(int fd)
+{
+	uint64_t *s = slot(fd, 0);
+
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+}
+
+void gc_fd_close_end(int fd, uint64_t token)
+{
+	uint64_t *s = slot(fd, 0);
+
+	if (s && token)
+		__atomic_compare_exchange_n(s, &token, 0, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+}
+
+void gc_fd_clear_range(unsigned lo, unsigned hi)
+{
+	unsigned fd;
+
+	if (hi >= GC_FD_MAX)
+		hi = GC_FD_MAX - 1;
+	for (fd = lo; fd <= hi; fd++) {
+		uint64_t *c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+
+		if (!c) {
+			fd |= CHUNK_SIZE - 1; /* skip the whole unmapped chunk */
+			continue;
+		}
+		__atomic_store_n(&c[fd & (CHUNK_SIZE - 1)], 0, __ATOMIC_RELEASE);
+	}
+}
+
+void gc_fd_reset(void)
+{
+	gc_fd_clear_range(0, GC_FD_MAX - 1);
+}
+
+int gc_fd_next(int from)
+{
+	int fd;
+
+	for (fd = from < 0 ? 0 : from; fd < GC_FD_MAX; fd++) {
+		uint64_t *c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+
+		if (!c) {
+			fd |= CHUNK_SIZE - 1;
+			continue;
+		}
+		if (__atomic_load_n(&c[fd & (CHUNK_SIZE - 1)], __ATOMIC_ACQUIRE))
+			return fd;
+	}
+	return -1;
+}

@@ -1,0 +1,10 @@
+# Example programs: workloads run bare and under the preload.  Built without
+# $(SAN): a sanitizer runtime refuses to start behind LD_PRELOAD=libgc.so.
+EXAMPLE_BINS := $(B)/examples/fsync_storm
+
+$(B)/examples/%: examples/%.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $< -lm
+
+ALL_BINS += $(EXAMPLE_BINS)

@@ -1,0 +1,21 @@
+/* The gc_ API: group commit of sync requests. A request joins the running
+ * transaction of its domain (one per filesystem); at close, one real call per
+ * distinct inode is issued on a participant's own descriptor and its result
+ * is handed to every request on that inode. */
+#ifndef GC_JOURNAL_H
+#define GC_JOURNAL_H
+#include <stdbool.h>
+
+enum gc_origin { GC_FROM_FSYNC, GC_FROM_FDATASYNC, GC_FROM_OSYNC };
+
+/* Makes the data (and, unless @datasync, the metadata) of @fd's inode durable
+ * with the guarantee of a real fsync/fdatasync started after this call began.
+ * Returns 0 or -errno. Never reports success without a covering real call. */
+int gc_sync(int fd, bool datasync, enum gc_origin origin);
+
+/* fork handling (registered by the library constructor). */
+void gc_journal_atfork_prepare(void);
+void gc_journal_atfork_parent(void);
+void gc_journal_atfork_child(void);
+
+#endif

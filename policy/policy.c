@@ -1,0 +1,341 @@
+/* Commit policies. Each decision is a pure function of configuration, the
+ * domain's policy memory, a view of the running transaction and `now`; the
+ * rules and their sources are in REFERENCES (jbd batching discussion, jbd2,
+ * PostgreSQL commit_delay). */
+#include "policy/policy.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+
+/* Before the first timed wait is measured: Linux's default timer slack. */
+#define GC_GRAN_DEFAULT_NS (50 * GC_NSEC_PER_USEC)
+/* Activity window for "recent sync threads", in commit latencies. */
+#define GC_ACTIVE_COMMITS 8
+#define GC_ACTIVE_MIN_NS (1 * GC_NSEC_PER_MSEC)
+#define GC_ACTIVE_MAX_NS (1 * GC_NSEC_PER_SEC)
+/* Group-or-direct controller. Probe epochs are short, hold epochs longer;
+ * a hold lasts GC_AB_HOLD_EPOCHS << streak epochs. */
+#define GC_AB_PROBE_NS (25 * GC_NSEC_PER_MSEC)
+#define GC_AB_HOLD_NS (100 * GC_NSEC_PER_MSEC)
+#define GC_AB_MAX_EPOCH_NS (1 * GC_NSEC_PER_SEC)
+#define GC_AB_MIN_REQS 24
+#define GC_AB_HOLD_EPOCHS 4
+#define GC_AB_MAX_STREAK 4
+/* Rates within 3% are a tie, decided by mean latency. */
+#define GC_AB_MARGIN_PCT 3
+
+static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
+{
+	return first ? x : (x + 3 * avg) / 4;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+void gc_policy_cfg_defaults(struct gc_policy_cfg *pc)
+{
+	pc->pc_kind = GC_POL_ADAPTIVE;
+	pc->pc_max_wait_ns = 15000 * GC_NSEC_PER_USEC;	/* ext4 max_batch_time */
+	pc->pc_min_wait_ns = 0;				/* ext4 min_batch_time */
+	pc->pc_wait_pct = 100;				/* Bacik: one average commit */
+	pc->pc_wait_ns = 1000 * GC_NSEC_PER_USEC;
+	pc->pc_siblings = 5;				/* PostgreSQL commit_siblings */
+}
+
+const char *gc_policy_name(enum gc_policy_kind k)
+{
+	static const char *const names[] = {
+		[GC_POL_ADAPTIVE] = "adaptive", [GC_POL_NONE] = "none",
+		[GC_POL_FIXED] = "fixed",	[GC_POL_JBD2] = "jbd2",
+		[GC_POL_SIBLINGS] = "siblings",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+const char *gc_close_reason_name(enum gc_close_reason r)
+{
+	static const char *const names[] = {
+		[GC_CLOSE_NONE] = "none",     [GC_CLOSE_LONE] = "lone",
+		[GC_CLOSE_FAST] = "fast",     [GC_CLOSE_NOWAIT] = "nowait",
+		[GC_CLOSE_COUNT] = "count",   [GC_CLOSE_TIMEOUT] = "timeout",
+	};
+	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
+}
+
+void gc_policy_init(struct gc_policy_state *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->ps_gran_ns = GC_GRAN_DEFAULT_NS;
+	ps->ps_batch_x16 = 32;
+}
+
+static uint64_t active_window(const struct gc_policy_state *ps)
+{
+	uint64_t w = GC_ACTIVE_COMMITS * ps->ps_commit_ns;
+
+	if (w < GC_ACTIVE_MIN_NS)
+		w = GC_ACTIVE_MIN_NS;
+	return min_u64(w, GC_ACTIVE_MAX_NS);
+}
+
+bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		      int32_t tid, uint64_t now)
+{
+	bool new_writer = tid != ps->ps_last_sync_tid;
+	uint32_t i, oldest = 0;
+
+	ps->ps_last_sync_tid = tid;
+	for (i = 0; i < ps->ps_recent_n; i++) {
+		if (ps->ps_recent[i].r_tid == tid) {
+			ps->ps_recent[i].r_seen_ns = now;
+			return new_writer;
+		}
+		if (ps->ps_recent[i].r_seen_ns < ps->ps_recent[oldest].r_seen_ns)
+			oldest = i;
+	}
+	if (ps->ps_recent_n < GC_RECENT_MAX)
+		oldest = ps->ps_recent_n++;
+	ps->ps_recent[oldest].r_tid = tid;
+	ps->ps_recent[oldest].r_seen_ns = now;
+	return new_writer;
+}
+
+uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
+{
+	uint64_t w = active_window(ps);
+	uint32_t i, n = 0;
+
+	for (i = 0; i < ps->ps_recent_n; i++)
+		if (ps->ps_recent[i].r_seen_ns + w >= now)
+			n++;
+	return n;
+}
+
+bool gc_policy_bypass(const struct gc_policy_state *ps,
+		      const struct gc_policy_cfg *pc, uint64_t now)
+{
+	if (pc->pc_kind == GC_POL_NONE)
+		return true;
+	if (pc->pc_kind != GC_POL_ADAPTIVE)
+		return false;
+	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
+}
+
+void gc_policy_account(struct gc_policy_state *ps, uint64_t lat_ns)
+{
+	__atomic_fetch_add(&ps->ps_ab_reqs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ps->ps_ab_lat_ns, lat_ns, __ATOMIC_RELAXED);
+}
+
+static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
+{
+	uint64_t base = phase == GC_AB_PROBE ? GC_AB_PROBE_NS : GC_AB_HOLD_NS;
+	uint64_t by_commit = 8 * ps->ps_commit_ns;
+
+	return min_u64(base > by_commit ? base : by_commit, GC_AB_MAX_EPOCH_NS);
+}
+
+bool gc_policy_epoch_due(const struct gc_policy_state *ps,
+			 const struct gc_policy_cfg *pc, uint64_t now)
+{
+	uint64_t start = __atomic_load_n(&ps->ps_ab_epoch_start, __ATOMIC_RELAXED);
+
+	if (pc->pc_kind != GC_POL_ADAPTIVE)
+		return false;
+	if (!start)
+		return true; /* first request: open the first epoch */
+	if (now < start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED))
+		return false;
+	/* Too few requests to judge: keep going, up to the cap. */
+	return __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED) >= GC_AB_MIN_REQS ||
+	       now >= start + GC_AB_MAX_EPOCH_NS;
+}
+
+/* Which mode measured better: rate first, mean latency on a tie. */
+static uint32_t ab_winner(const struct gc_policy_state *ps)
+{
+	uint64_t g = ps->ps_ab_rate[GC_AB_GROUP], d = ps->ps_ab_rate[GC_AB_DIRECT];
+
+	if (g * 100 > d * (100 + GC_AB_MARGIN_PCT))
+		return GC_AB_GROUP;
+	if (d * 100 > g * (100 + GC_AB_MARGIN_PCT))
+		return GC_AB_DIRECT;
+	return ps->ps_ab_lat[GC_AB_GROUP] < ps->ps_ab_lat[GC_AB_DIRECT] ? GC_AB_GROUP
+									 : GC_AB_DIRECT;
+}
+
+static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
+		     uint64_t now)
+{
+	ps->ps_ab_phase = phase;
+	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_reqs, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_lat_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_epoch_len, epoch_len(ps, phase), __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_epoch_start, now, __ATOMIC_RELAXED);
+}
+
+bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			 uint64_t now)
+{
+	uint32_t mode = ps->ps_ab_mode, other = mode ^ 1, win;
+	uint64_t reqs, dur;
+
+	if (!gc_policy_epoch_due(ps, pc, now))
+		return false;
+	if (!ps->ps_ab_epoch_start) {
+		ab_start(ps, GC_AB_GROUP, GC_AB_PROBE, now);
+		return false;
+	}
+	reqs = __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED);
+	dur = now - ps->ps_ab_epoch_start;
+	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
+	ps->ps_ab_lat[mode] = reqs ? __atomic_load_n(&ps->ps_ab_lat_ns, __ATOMIC_RELAXED) / reqs
+				   : UINT64_MAX;
+	ps->ps_ab_have |= 1u << mode;
+
+	if (ps->ps_ab_phase == GC_AB_HOLD && --ps->ps_ab_hold) {
+		ab_start(ps, mode, GC_AB_HOLD, now);
+		return false;
+	}
+	if (!(ps->ps_ab_have & (1u << other))) {
+		/* The other mode has no fresh number: measure it now. */
+		ab_start(ps, other, GC_AB_PROBE, now);
+		return true;
+	}
+	/* Both modes measured back to back: hold the faster one. */
+	win = ab_winner(ps);
+	if (win == ps->ps_ab_last) {
+		if (ps->ps_ab_streak < GC_AB_MAX_STREAK)
+			ps->ps_ab_streak++;
+	} else {
+		ps->ps_ab_streak = 0;
+		ps->ps_ab_switches++;
+	}
+	ps->ps_ab_last = win;
+	ps->ps_ab_have = 0;
+	ps->ps_ab_hold = GC_AB_HOLD_EPOCHS << ps->ps_ab_streak;
+	ab_start(ps, win, GC_AB_HOLD, now);
+	return win != mode;
+}
+
+static struct gc_decision close_now(enum gc_close_reason r)
+{
+	return (struct gc_decision){ .d_close = r };
+}
+
+/* Close at @deadline, or once @count handles joined; whichever first. */
+static struct gc_decision wait_until(const struct gc_txn_view *tv, uint64_t now,
+				     uint64_t deadline, uint32_t count)
+{
+	if (count && tv->tv_handles >= count)
+		return close_now(GC_CLOSE_COUNT);
+	if (now >= deadline)
+		return close_now(GC_CLOSE_TIMEOUT);
+	return (struct gc_decision){ .d_deadline_ns = deadline, .d_count = count };
+}
+
+static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
+					  const struct gc_policy_cfg *pc,
+					  const struct gc_txn_view *tv, uint64_t now)
+{
+	uint32_t active = gc_policy_active(ps, now);
+	uint64_t wait;
+
+	if (active < tv->tv_handles)
+		active = tv->tv_handles;
+	/* Wheeler (4): never wait when one thread does all the syncing. */
+	if (active <= 1)
+		return close_now(GC_CLOSE_LONE);
+	if (!ps->ps_commit_samples)
+		return close_now(GC_CLOSE_NOWAIT);
+	/* Wheeler (5): a device that commits faster than we can time a wait. */
+	if (ps->ps_commit_ns <= ps->ps_gran_ns)
+		return close_now(GC_CLOSE_FAST);
+	/* Dilger: as many as are syncing; Bacik: no longer than a commit. */
+	wait = min_u64(pc->pc_max_wait_ns, ps->ps_commit_ns * pc->pc_wait_pct / 100);
+	return wait_until(tv, now, tv->tv_start_ns + wait, active);
+}
+
+static struct gc_decision decide_jbd2(const struct gc_policy_state *ps,
+				      const struct gc_policy_cfg *pc,
+				      const struct gc_txn_view *tv, uint64_t now)
+{
+	uint64_t t = ps->ps_jbd2_avg_ns;
+
+	if (!tv->tv_leader_new_writer || pc->pc_max_wait_ns == 0)
+		return close_now(GC_CLOSE_NOWAIT);
+	if (t < pc->pc_min_wait_ns)
+		t = pc->pc_min_wait_ns;
+	if (t > pc->pc_max_wait_ns)
+		t = pc->pc_max_wait_ns;
+	return wait_until(tv, now, tv->tv_start_ns + t, 0);
+}
+
+struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
+				    const struct gc_policy_cfg *pc,
+				    const struct gc_txn_view *tv, uint64_t now)
+{
+	switch (pc->pc_kind) {
+	case GC_POL_ADAPTIVE:
+		return decide_adaptive(ps, pc, tv, now);
+	case GC_POL_FIXED:
+		if (!pc->pc_wait_ns)
+			return close_now(GC_CLOSE_NOWAIT);
+		return wait_until(tv, now, tv->tv_start_ns + pc->pc_wait_ns, 0);
+	case GC_POL_JBD2:
+		return decide_jbd2(ps, pc, tv, now);
+	case GC_POL_SIBLINGS: {
+		/* PostgreSQL: sleep commit_delay only when at least
+		 * commit_siblings other transactions are active. */
+		uint32_t active = gc_policy_active(ps, now);
+
+		if (active < tv->tv_handles)
+			active = tv->tv_handles;
+		if (!pc->pc_wait_ns || active - 1 < pc->pc_siblings)
+			return close_now(GC_CLOSE_NOWAIT);
+		return wait_until(tv, now, tv->tv_start_ns + pc->pc_wait_ns, 0);
+	}
+	case GC_POL_NONE:
+	default:
+		return close_now(GC_CLOSE_NOWAIT);
+	}
+}
+
+void gc_policy_commit_done(struct gc_policy_state *ps,
+			   const struct gc_policy_cfg *pc,
+			   const struct gc_commit_sample *cs)
+{
+	uint64_t commit = cs->cs_end_ns - cs->cs_close_ns;
+	bool first = ps->ps_commit_samples == 0;
+	uint32_t i, j;
+
+	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
+	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
+	ps->ps_commit_samples++;
+
+	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
+					   ps->ps_txns == 0);
+	ps->ps_txns++;
+
+	/* Dilger: a thread that dropped out costs one timeout; the next
+	 * transaction expects only those that joined since this one began. */
+	if (cs->cs_close == GC_CLOSE_TIMEOUT) {
+		for (i = j = 0; i < ps->ps_recent_n; i++)
+			if (ps->ps_recent[i].r_seen_ns >= cs->cs_start_ns)
+				ps->ps_recent[j++] = ps->ps_recent[i];
+		ps->ps_recent_n = j;
+	}
+}
+
+void gc_policy_wait_overshoot(struct gc_policy_state *ps, uint64_t deadline,
+			      uint64_t woke)
+{
+	uint64_t over = woke > deadline ? woke - deadline : 0;
+
+	ps->ps_gran_ns = ewma4(ps->ps_gran_ns, over, ps->ps_gran_samples == 0);
+	ps->ps_gran_samples++;
+}

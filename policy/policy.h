@@ -1,0 +1,145 @@
+/* Commit policies: when to close a running transaction. Pure functions of
+ * (configuration, state, transaction view, now): no I/O, no clock, no locks;
+ * the caller holds whatever protects the state. Unit tests drive a fake clock. */
+#ifndef GC_POLICY_H
+#define GC_POLICY_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum gc_policy_kind {
+	GC_POL_ADAPTIVE,	/* default: see policy.c */
+	GC_POL_NONE,		/* every request is a direct real call */
+	GC_POL_FIXED,		/* always wait pc_wait_ns from the first handle */
+	GC_POL_JBD2,		/* jbd2_journal_stop: avg commit time in [min,max] */
+	GC_POL_SIBLINGS,	/* PostgreSQL commit_delay / commit_siblings */
+};
+
+struct gc_policy_cfg {
+	enum gc_policy_kind pc_kind;
+	uint64_t pc_max_wait_ns;	/* LIBGC_MAX_WAIT_US: cap on any wait */
+	uint64_t pc_min_wait_ns;	/* LIBGC_MIN_WAIT_US: jbd2 min_batch_time */
+	uint32_t pc_wait_pct;		/* LIBGC_WAIT_PCT: adaptive wait, % of commit latency */
+	uint64_t pc_wait_ns;		/* LIBGC_WAIT_US: fixed wait, siblings commit_delay */
+	uint32_t pc_siblings;		/* LIBGC_SIBLINGS: siblings commit_siblings */
+};
+
+void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
+const char *gc_policy_name(enum gc_policy_kind k);
+
+#define GC_RECENT_MAX 32
+
+/* Per-domain policy memory. Fixed layout, no pointers: it lives inside the
+ * domain, which may later live in a shared segment. */
+struct gc_policy_state {
+	uint64_t ps_commit_ns;		/* EWMA (1/4) of commit latency: close -> last real call done */
+	uint64_t ps_jbd2_avg_ns;	/* jbd2's running average: (new + 3 avg) / 4 */
+	uint32_t ps_commit_samples;
+	uint32_t ps_gran_samples;
+	uint64_t ps_gran_ns;		/* EWMA of timed-wait overshoot: the smallest wait we can express */
+	uint64_t ps_device_flush_ns;	/* device flush latency from the observer, 0 = unknown */
+	int32_t ps_last_sync_tid;	/* jbd2: last thread that stopped a sync handle */
+	uint32_t ps_recent_n;
+	struct {
+		int32_t r_tid;
+		uint32_t r_pad;
+		uint64_t r_seen_ns;
+	} ps_recent[GC_RECENT_MAX];	/* distinct sync threads and when last seen */
+	uint32_t ps_batch_x16;		/* EWMA of handles per transaction, x16 */
+	uint32_t ps_txns;		/* transactions committed */
+	/* Group-or-direct controller (adaptive only): requests are served in
+	 * epochs; a probe runs one epoch grouped and one direct, the faster
+	 * mode then holds for a while, and is re-probed against the other. */
+	uint32_t ps_ab_mode;		/* GC_AB_GROUP or GC_AB_DIRECT: what requests do now */
+	uint32_t ps_ab_phase;		/* GC_AB_PROBE or GC_AB_HOLD */
+	uint32_t ps_ab_hold;		/* hold epochs left */
+	uint32_t ps_ab_streak;		/* same verdict in a row: lengthens holds */
+	uint64_t ps_ab_epoch_start;
+	uint64_t ps_ab_epoch_len;
+	uint64_t ps_ab_reqs;		/* requests completed in this epoch (atomic) */
+	uint64_t ps_ab_lat_ns;		/* their summed latency (atomic) */
+	uint64_t ps_ab_rate[2];		/* last measured requests/s per mode, x1000 */
+	uint64_t ps_ab_lat[2];		/* last measured mean latency per mode */
+	uint32_t ps_ab_have;		/* bit per mode: a fresh measurement exists */
+	uint32_t ps_ab_last;		/* the last verdict */
+	uint32_t ps_ab_switches;	/* verdicts that changed the held mode */
+};
+
+void gc_policy_init(struct gc_policy_state *ps);
+
+/* A thread arrives with a sync request. Remembers it among the recent sync
+ * threads. Returns true when @tid differs from the previous sync thread
+ * (jbd2's "pid differs from last sync writer"). */
+bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		      int32_t tid, uint64_t now);
+
+enum { GC_AB_GROUP = 0, GC_AB_DIRECT = 1 };
+enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
+
+/* true: serve this request with a direct real call (policy none, or the
+ * adaptive controller currently finds direct calls faster). Cheap; may be
+ * read without the domain lock. */
+bool gc_policy_bypass(const struct gc_policy_state *ps,
+		      const struct gc_policy_cfg *pc, uint64_t now);
+
+/* A request finished after @lat_ns, in whichever mode. Lock-free. */
+void gc_policy_account(struct gc_policy_state *ps, uint64_t lat_ns);
+/* true when the current epoch is over and gc_policy_epoch_end() is due.
+ * Lock-free; the caller then takes the lock and calls epoch_end, which
+ * re-checks. */
+bool gc_policy_epoch_due(const struct gc_policy_state *ps,
+			 const struct gc_policy_cfg *pc, uint64_t now);
+/* Closes the epoch: records its rate for the current mode and picks the
+ * mode of the next epoch. Returns true if the mode changed. */
+bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			 uint64_t now);
+
+/* Distinct sync threads seen within the activity window ending at @now. */
+uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);
+
+enum gc_close_reason {
+	GC_CLOSE_NONE = 0,	/* keep waiting */
+	GC_CLOSE_LONE,		/* a lone sync writer never waits */
+	GC_CLOSE_FAST,		/* device commits faster than the wait granularity */
+	GC_CLOSE_NOWAIT,	/* policy does not wait here (fixed 0, jbd2 same pid, siblings too few, no data yet) */
+	GC_CLOSE_COUNT,		/* the expected number of participants joined */
+	GC_CLOSE_TIMEOUT,	/* the deadline passed */
+};
+const char *gc_close_reason_name(enum gc_close_reason r);
+
+/* What the journal knows about a running transaction when it asks. */
+struct gc_txn_view {
+	uint32_t tv_handles;		/* handles joined so far */
+	uint64_t tv_start_ns;		/* when the first handle joined */
+	bool tv_leader_new_writer;	/* gc_policy_arrive() result for the first handle */
+};
+
+struct gc_decision {
+	enum gc_close_reason d_close;	/* != NONE: close now, for this reason */
+	uint64_t d_deadline_ns;		/* when waiting: close at this time at the latest */
+	uint32_t d_count;		/* when waiting: close as soon as this many joined (0 = no count rule) */
+};
+
+/* Asked when no commit is in flight and a transaction is running: close it
+ * now, or wait until d_deadline_ns / d_count handles. */
+struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
+				    const struct gc_policy_cfg *pc,
+				    const struct gc_txn_view *tv, uint64_t now);
+
+/* A commit finished. */
+struct gc_commit_sample {
+	uint32_t cs_handles;		/* handles in the transaction */
+	uint32_t cs_inodes;		/* distinct inodes */
+	enum gc_close_reason cs_close;
+	uint64_t cs_start_ns;		/* first handle joined */
+	uint64_t cs_close_ns;		/* transaction closed */
+	uint64_t cs_end_ns;		/* last real call finished */
+};
+void gc_policy_commit_done(struct gc_policy_state *ps,
+			   const struct gc_policy_cfg *pc,
+			   const struct gc_commit_sample *cs);
+
+/* A timed wait meant to end at @deadline ended at @woke (timed out). */
+void gc_policy_wait_overshoot(struct gc_policy_state *ps, uint64_t deadline,
+			      uint64_t woke);
+
+#endif

@@ -1,0 +1,139 @@
+/* Start-up and shut-down: resolve the real functions, read LIBGC_*, register
+ * fork handlers, and write the exit report. Survives early callers (another
+ * library's constructor) and recursive ones (dlsym calling back into us). */
+#undef _FILE_OFFSET_BITS
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/fdtable.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "journal/journal.h"
+#include "shim/shim.h"
+
+int gc_ready;
+int gc_disabled;
+int gc_counting;
+uint64_t gc_sym_calls[GC_SYM_COUNT];
+__thread int gc_depth __attribute__((tls_model("initial-exec")));
+static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
+static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
+static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+struct gc_config gc_cfg;
+
+static const char *const gc_sym_names[GC_SYM_COUNT] = {
+#define SYM(ret, name, params) #name,
+#include "shim/syms.def"
+#undef SYM
+};
+
+pid_t gc_gettid(void)
+{
+	if (unlikely(!gc_tid))
+		gc_tid = (pid_t)syscall(SYS_gettid);
+	return gc_tid;
+}
+
+static const char *env_get(const char *name, void *ctx)
+{
+	return getenv(name);
+}
+
+static void env_warn(const char *line, void *ctx)
+{
+	gc_log_line(line);
+}
+
+static void atfork_prepare(void)
+{
+	gc_journal_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	gc_journal_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	gc_tid = 0;
+	gc_journal_atfork_child();
+	/* Counters are per process: the child reports only its own calls. */
+	memset(&gc_stats, 0, sizeof(gc_stats));
+	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
+}
+
+static void do_init(void)
+{
+	int saved = errno;
+
+	gc_real_resolve();
+	gc_config_defaults(&gc_cfg);
+	gc_config_parse(&gc_cfg, env_get, env_warn, NULL);
+	gc_disabled = gc_cfg.c_disable;
+	gc_counting = gc_cfg.c_report[0] != '\0';
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
+	       gc_policy_name(gc_cfg.c_policy.pc_kind),
+	       gc_cfg.c_osync == GC_OSYNC_CONVERT ? "convert" : "keep",
+	       gc_disabled ? " (disabled)" : "");
+	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+bool gc_init_slow(void)
+{
+	if (gc_initialising)
+		return false;
+	gc_initialising = 1;
+	pthread_once(&gc_once, do_init);
+	gc_initialising = 0;
+	return __atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE);
+}
+
+__attribute__((constructor)) static void gc_constructor(void)
+{
+	gc_init();
+}
+
+static void report(void)
+{
+	char line[4096];
+	int n, i, fd, saved = errno;
+
+	n = gc_stats_format(line, sizeof(line));
+	for (i = 0; i < GC_SYM_COUNT && n > 0 && (size_t)n < sizeof(line) - 64; i++)
+		if (gc_sym_calls[i])
+			n += snprintf(line + n, sizeof(line) - (size_t)n, " sym.%s=%llu",
+				      gc_sym_names[i], (unsigned long long)gc_sym_calls[i]);
+	if (n <= 0 || (size_t)n >= sizeof(line) - 1)
+		return;
+	line[n++] = '\n';
+	if (!strcmp(gc_cfg.c_report, "-")) {
+		syscall(SYS_write, 2, line, (size_t)n);
+	} else {
+		fd = (int)syscall(SYS_openat, AT_FDCWD, gc_cfg.c_report,
+				  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			syscall(SYS_write, fd, line, (size_t)n);
+			syscall(SYS_close, fd);
+		} else {
+			gc_log(GC_LOG_WARN, "cannot write report to %s: %s",
+			       gc_cfg.c_report, strerror(errno));
+		}
+	}
+	errno = saved;
+}
+
+__attribute__((destructor)) static void gc_destructor(void)
+{
+	if (gc_ready && gc_cfg.c_report[0])
+		report();
+}

@@ -1,0 +1,190 @@
+/* The write family. A write to a descriptor whose O_SYNC/O_DSYNC was
+ * converted, or a pwritev2 with RWF_SYNC/RWF_DSYNC on a regular file, is
+ * completed by a group commit before it returns. Everything else is one
+ * table lookup on top of the real call: no lock, no allocation. */
+#undef _FILE_OFFSET_BITS
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/fdtable.h"
+#include "core/stats.h"
+#include "journal/journal.h"
+#include "shim/shim.h"
+
+#ifndef RWF_DSYNC
+#define RWF_DSYNC 0x00000002
+#endif
+#ifndef RWF_SYNC
+#define RWF_SYNC 0x00000004
+#endif
+
+/* The real write returned @n; make it durable as O_SYNC/O_DSYNC would have.
+ * @full: the program asked for O_SYNC semantics (data and metadata). */
+static ssize_t sync_after_write(int fd, ssize_t n, bool full)
+{
+	int saved = errno, r;
+
+	if (n <= 0)
+		return n; /* the kernel syncs nothing for a failed or empty write */
+	if (gc_depth) {
+		/* Nested or from a signal handler: no coordinator here. */
+		gc_stat_inc(req_osync);
+		gc_stat_inc(direct);
+		r = full ? gc_real.fsync(fd) : gc_real.fdatasync(fd);
+		if (r < 0)
+			return -1;
+		errno = saved;
+		return n;
+	}
+	gc_depth++;
+	r = gc_sync(fd, !full, GC_FROM_OSYNC);
+	gc_depth--;
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	errno = saved;
+	return n;
+}
+
+static inline bool full_sync(int flags)
+{
+	return (flags & O_SYNC) == O_SYNC;
+}
+
+GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_write, fd, buf, len);
+	GC_COUNT(write);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.write(fd, buf, len);
+	return sync_after_write(fd, gc_real.write(fd, buf, len), full_sync(conv));
+}
+
+GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_pwrite64, fd, buf, len, off);
+	GC_COUNT(pwrite);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.pwrite(fd, buf, len, off);
+	return sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), full_sync(conv));
+}
+
+GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_pwrite64, fd, buf, len, off);
+	GC_COUNT(pwrite64);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.pwrite64(fd, buf, len, off);
+	return sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), full_sync(conv));
+}
+
+GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_writev, fd, iov, cnt);
+	GC_COUNT(writev);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.writev(fd, iov, cnt);
+	return sync_after_write(fd, gc_real.writev(fd, iov, cnt), full_sync(conv));
+}
+
+GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
+	GC_COUNT(pwritev);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.pwritev(fd, iov, cnt, off);
+	return sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), full_sync(conv));
+}
+
+GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
+	GC_COUNT(pwritev64);
+	conv = gc_fd_get(fd);
+	if (likely(!conv))
+		return gc_real.pwritev64(fd, iov, cnt, off);
+	return sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), full_sync(conv));
+}
+
+static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
+			    int flags)
+{
+	return syscall(SYS_pwritev2, fd, iov, cnt, off, 0, flags);
+}
+
+/* RWF_SYNC/RWF_DSYNC on a regular file become a group commit after a plain
+ * pwritev2; on anything else the flags stay for the kernel. */
+static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
+					       off64_t, int),
+			       int fd, const struct iovec *iov, int cnt, off64_t off,
+			       int flags)
+{
+	int conv = gc_fd_get(fd);
+	bool want = conv || (flags & (RWF_SYNC | RWF_DSYNC));
+	bool full = full_sync(conv) || (flags & RWF_SYNC);
+	struct stat st;
+
+	if (!real)
+		real = raw_pwritev2;
+	if (likely(!want) || gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
+		return real(fd, iov, cnt, off, flags);
+	if (!conv) {
+		int saved = errno;
+
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			errno = saved;
+			return real(fd, iov, cnt, off, flags);
+		}
+		errno = saved;
+	}
+	return sync_after_write(fd, real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC)),
+				full);
+}
+
+GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	if (unlikely(!gc_init()))
+		return raw_pwritev2(fd, iov, cnt, off, flags);
+	GC_COUNT(pwritev2);
+	return pwritev2_common((ssize_t(*)(int, const struct iovec *, int, off64_t,
+					   int))gc_real.pwritev2,
+			       fd, iov, cnt, off, flags);
+}
+
+GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off,
+			      int flags)
+{
+	if (unlikely(!gc_init()))
+		return raw_pwritev2(fd, iov, cnt, off, flags);
+	GC_COUNT(pwritev64v2);
+	return pwritev2_common(gc_real.pwritev64v2, fd, iov, cnt, off, flags);
+}

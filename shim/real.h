@@ -1,0 +1,18 @@
+/* The table of real functions (next in the lookup order after this library),
+ * generated from syms.def. A NULL entry means the symbol does not exist in
+ * this libc; wrappers then fall back to the raw system call. */
+#ifndef GC_REAL_H
+#define GC_REAL_H
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct gc_real {
+#define SYM(ret, name, params) ret(*name) params;
+#include "shim/syms.def"
+#undef SYM
+};
+
+extern struct gc_real gc_real;
+void gc_real_resolve(void);
+#endif

@@ -1,0 +1,59 @@
+/* What every shim file shares: readiness, the per-thread depth guard, the
+ * export macro and the coverage counters generated from syms.def. */
+#ifndef GC_SHIM_H
+#define GC_SHIM_H
+#include <stdbool.h>
+#include <errno.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "shim/real.h"
+
+#define GC_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+enum gc_sym_id {
+#define SYM(ret, name, params) GC_SYM_##name,
+#include "shim/syms.def"
+#undef SYM
+	GC_SYM_COUNT
+};
+
+extern int gc_ready;		/* symbols resolved, configuration read */
+extern int gc_disabled;		/* LIBGC_DISABLE=1: plain pass-through */
+extern int gc_counting;		/* LIBGC_REPORT set: count calls per symbol */
+extern uint64_t gc_sym_calls[GC_SYM_COUNT];
+/* >0 while this thread runs library code: nested or signal-handler calls go
+ * straight to the real functions. */
+extern __thread int gc_depth;
+
+/* Resolves and configures once; false while that is still in progress on
+ * this thread (a recursive early call), which must then use the raw syscall. */
+bool gc_init_slow(void);
+static inline bool gc_init(void)
+{
+	return likely(__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) || gc_init_slow();
+}
+
+#define GC_COUNT(name)                                                              \
+	do {                                                                        \
+		if (unlikely(gc_counting))                                          \
+			__atomic_fetch_add(&gc_sym_calls[GC_SYM_##name], 1,         \
+					   __ATOMIC_RELAXED);                       \
+	} while (0)
+
+/* Internal results are 0 / -errno; only exported wrappers touch errno. */
+static inline int gc_ret(int r)
+{
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+pid_t gc_gettid(void);
+#endif

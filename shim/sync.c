@@ -1,0 +1,88 @@
+/* The fsync family. fsync/fdatasync go through the journal; the rest is
+ * passed through and counted. fsync stays a cancellation point. */
+#undef _FILE_OFFSET_BITS
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/stats.h"
+#include "journal/journal.h"
+#include "shim/shim.h"
+
+static int sync_common(int fd, bool datasync)
+{
+	int saved = errno, r;
+
+	pthread_testcancel();
+	gc_depth++;
+	r = gc_sync(fd, datasync, datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC);
+	gc_depth--;
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	errno = saved;
+	return 0;
+}
+
+GC_EXPORT int fsync(int fd)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_fsync, fd);
+	GC_COUNT(fsync);
+	if (gc_disabled || gc_depth)
+		return gc_real.fsync(fd);
+	return sync_common(fd, false);
+}
+
+GC_EXPORT int fdatasync(int fd)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_fdatasync, fd);
+	GC_COUNT(fdatasync);
+	if (gc_disabled || gc_depth)
+		return gc_real.fdatasync(fd);
+	return sync_common(fd, true);
+}
+
+GC_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_sync_file_range, fd, off, n, flags);
+	GC_COUNT(sync_file_range);
+	gc_stat_inc(pass_sync_file_range);
+	return gc_real.sync_file_range(fd, off, n, flags);
+}
+
+GC_EXPORT int syncfs(int fd)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_syncfs, fd);
+	GC_COUNT(syncfs);
+	gc_stat_inc(pass_syncfs);
+	return gc_real.syncfs(fd);
+}
+
+GC_EXPORT void sync(void)
+{
+	if (unlikely(!gc_init())) {
+		syscall(SYS_sync);
+		return;
+	}
+	GC_COUNT(sync);
+	gc_stat_inc(pass_sync);
+	gc_real.sync();
+}
+
+GC_EXPORT int msync(void *addr, size_t len, int flags)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_msync, addr, len, flags);
+	GC_COUNT(msync);
+	gc_stat_inc(pass_msync);
+	return gc_real.msync(addr, len, flags);
+}
