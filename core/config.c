@@ -87,6 +87,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 						"siblings" };
 	static const char *const osync[] = { "convert", "keep" };
 	static const char *const stage[] = { "auto", "always", "never" };
+	static const char *const share[] = { "user", "process" };
 	static const char *const logs[] = { "error", "warn", "info", "debug" };
 	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
 	struct gc_policy_cfg *pc = &c->c_policy;
@@ -103,6 +104,8 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		c->c_osync = (enum gc_osync_mode)i;
 	if ((i = parse_word(&p, "LIBGC_STAGE", stage, 3, "auto, always or never")) >= 0)
 		c->c_stage = (enum gc_stage_mode)i;
+	if ((i = parse_word(&p, "LIBGC_SHARE", share, 2, "user or process")) >= 0)
+		c->c_share = (enum gc_share_mode)i;
 	if ((i = parse_word(&p, "LIBGC_LOG", logs, 4,
 			    "error, warn, info or debug")) >= 0)
 		c->c_log = (enum gc_log_level)i;

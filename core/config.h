@@ -8,12 +8,14 @@
 
 enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
 enum gc_stage_mode { GC_STAGE_AUTO, GC_STAGE_ALWAYS, GC_STAGE_NEVER };
+enum gc_share_mode { GC_SHARE_USER, GC_SHARE_PROCESS };
 enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG };
 
 struct gc_config {
 	bool c_disable;			/* LIBGC_DISABLE */
 	enum gc_osync_mode c_osync;	/* LIBGC_OSYNC */
 	enum gc_stage_mode c_stage;	/* LIBGC_STAGE */
+	enum gc_share_mode c_share;	/* LIBGC_SHARE */
 	enum gc_log_level c_log;	/* LIBGC_LOG */
 	char c_report[256];		/* LIBGC_REPORT: "" off, "-" stderr, else a path */
 	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */

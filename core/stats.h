@@ -18,6 +18,8 @@
 	X(close_count)		/* closed when the expected joiners arrived */     \
 	X(close_timeout)	/* closed at the deadline */                       \
 	X(staged)		/* sync_file_range staging before a join */        \
+	X(commit_ns)		/* summed commit latency: close to last real call */ \
+	X(open_ns)		/* summed time transactions stayed open */         \
 	X(bypass)		/* requests sent direct by the bypass rule */      \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 

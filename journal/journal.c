@@ -1,16 +1,15 @@
-/* The journal: per-filesystem domains, their running and committing
- * transactions, and the protocol that turns many sync requests into one real
- * call per inode. Vocabulary after fs/jbd2: a request is a handle; a domain
- * (j_) holds a small ring of transactions (t_), each with inode slots (is_). */
+/* The journal: the protocol that turns many sync requests into one real call
+ * per inode. Vocabulary after fs/jbd2: a request is a handle; a domain (j_)
+ * holds a small ring of transactions (t_), each with inode slots (is_) and
+ * handle entries (he_). Domains may be shared by processes (domain.c), so
+ * every wait is bounded and a dead peer's part is taken over by survivors. */
 #include "journal/journal.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stddef.h>
-#include <linux/futex.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,167 +17,91 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "journal/domain.h"
 #include "policy/policy.h"
 #include "shim/shim.h"
 
-#define GC_TXN_INODES 64
-#define GC_TXN_RING 4
 #define GC_MAX_DOMAINS 64
-#define GC_NONE (-1)
 /* Slot result meaning "no usable result: make your own real call". */
 #define GC_ORPHAN INT32_MIN
-
-enum { T_FREE, T_RUNNING, T_COMMITTING, T_DONE };
-enum { IS_FSYNC = 1, IS_CLAIMED = 2, IS_DONE = 4 };
-
-struct gc_islot {
-	uint64_t is_ino;
-	uint32_t is_handles;	/* handles of this inode still in the transaction */
-	uint32_t is_flags;	/* IS_* */
-	int32_t is_err;		/* 0, -errno, or GC_ORPHAN once IS_DONE */
-	int32_t is_owner;	/* tid issuing the real call */
-};
-
-struct gc_txn {
-	uint64_t t_seq;
-	uint32_t t_state;
-	uint32_t t_handles;	/* joined and not abandoned */
-	uint32_t t_joined;	/* ever joined: the batch size */
-	uint32_t t_inodes;
-	uint32_t t_pending;	/* real calls not finished (COMMITTING) */
-	uint32_t t_refs;	/* handles that have not collected their result */
-	uint32_t t_want;	/* close as soon as this many joined; 0 = no count rule */
-	uint32_t t_close;	/* enum gc_close_reason */
-	int32_t t_leader;	/* tid that asks the policy; 0 = vacant */
-	uint32_t t_leader_new_writer;
-	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
-	struct gc_islot t_islots[GC_TXN_INODES];
-};
-
-/* Fixed layout, no pointers: the same struct can live in a shared segment. */
-struct gc_domain {
-	uint64_t j_dev;
-	pthread_mutex_t j_lock;
-	uint32_t j_futex;	/* bumped on every change waiters care about */
-	uint32_t j_waiters;
-	int32_t j_running;	/* ring index of the running transaction, or GC_NONE */
-	int32_t j_committing;	/* ring index of the committing one, or GC_NONE */
-	uint32_t j_multi;	/* the last commit had several inodes: stage first */
-	uint32_t j_pad;
-	uint64_t j_seq;
-	struct gc_policy_state j_policy;
-	struct gc_txn j_txns[GC_TXN_RING];
-};
+/* Waiters look for dead peers at least this often... */
+#define GC_REAP_MIN_NS (10 * GC_NSEC_PER_MSEC)
+#define GC_REAP_MAX_NS (200 * GC_NSEC_PER_MSEC)
+/* ...and give up on a live but silent owner after this long. */
+#define GC_GIVE_UP_MIN_NS (2 * GC_NSEC_PER_SEC)
 
 struct gc_handle {
 	struct gc_domain *h_dom;
 	struct gc_txn *h_txn;
+	uint64_t h_seq;		/* t_seq when joined */
+	uint32_t h_gen;		/* j_gen when joined */
 	int h_slot;
+	int h_ent;
 	int h_fd;
 	int32_t h_tid;
-	bool h_datasync;
-	bool h_done;		/* result collected: nothing to undo */
+	int32_t h_pid;
+	bool h_done;		/* left the transaction: nothing to undo */
+	int h_own;		/* own real call's result when this handle was owner */
 };
 
-static struct gc_domain *gc_domains[GC_MAX_DOMAINS];
-static uint64_t gc_domain_devs[GC_MAX_DOMAINS];
+/* Per-process table of the domains in use. */
+static struct {
+	struct gc_domain *dr_dom;
+	uint64_t dr_dev;
+	uint32_t dr_joined;	/* this process is in the member table */
+} gc_domains[GC_MAX_DOMAINS];
 static int gc_ndomains;
 static pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* ---- locking and waiting ------------------------------------------------ */
-
-static void dom_init(struct gc_domain *d, uint64_t dev)
-{
-	int i;
-
-	memset(d, 0, sizeof(*d));
-	d->j_dev = dev;
-	pthread_mutex_init(&d->j_lock, NULL);
-	d->j_running = d->j_committing = GC_NONE;
-	gc_policy_init(&d->j_policy);
-	for (i = 0; i < GC_TXN_RING; i++)
-		d->j_txns[i].t_state = T_FREE;
-}
-
-/* Takes j_lock. */
-static void dom_lock(struct gc_domain *d)
-{
-	pthread_mutex_lock(&d->j_lock);
-}
-
-/* Drops j_lock. */
-static void dom_unlock(struct gc_domain *d)
-{
-	pthread_mutex_unlock(&d->j_lock);
-}
-
-/* Called with j_lock held: wakes every waiter of the domain. */
-static void dom_wake(struct gc_domain *d)
-{
-	__atomic_add_fetch(&d->j_futex, 1, __ATOMIC_RELEASE);
-	if (d->j_waiters)
-		syscall(SYS_futex, &d->j_futex, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-/* Called with j_lock held; drops it while sleeping and takes it again before
- * returning. Sleeps until woken or until @deadline (0: none). The sleep is a
- * cancellation point: a cancelled thread unwinds from inside it, without
- * j_lock, into the cleanup handler of gc_sync(). Returns true on timeout. */
-static bool dom_wait(struct gc_domain *d, uint64_t deadline)
-{
-	uint32_t seq = d->j_futex;
-	struct timespec ts, *tsp = NULL;
-	int old, r;
-
-	if (deadline) {
-		ts.tv_sec = (time_t)(deadline / GC_NSEC_PER_SEC);
-		ts.tv_nsec = (long)(deadline % GC_NSEC_PER_SEC);
-		tsp = &ts;
-	}
-	d->j_waiters++;
-	dom_unlock(d);
-	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
-	r = (int)syscall(SYS_futex, &d->j_futex, FUTEX_WAIT_BITSET_PRIVATE, seq, tsp,
-			 NULL, FUTEX_BITSET_MATCH_ANY);
-	pthread_setcanceltype(old, NULL);
-	dom_lock(d);
-	d->j_waiters--;
-	return r < 0 && errno == ETIMEDOUT;
-}
-
 /* ---- domains ---------------------------------------------------------- */
 
+/* Takes gc_domains_lock for a first use of @dev. */
 static struct gc_domain *domain_get(uint64_t dev)
 {
 	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
-	struct gc_domain *d;
+	struct gc_domain *d = NULL;
+	const char *why = NULL;
 
 	for (i = 0; i < n; i++)
-		if (gc_domain_devs[i] == dev)
-			return gc_domains[i];
+		if (gc_domains[i].dr_dev == dev && __atomic_load_n(&gc_domains[i].dr_joined,
+								   __ATOMIC_ACQUIRE))
+			return gc_domains[i].dr_dom;
 
 	pthread_mutex_lock(&gc_domains_lock);
 	n = gc_ndomains;
 	for (i = 0; i < n; i++)
-		if (gc_domain_devs[i] == dev)
+		if (gc_domains[i].dr_dev == dev)
 			break;
 	if (i < n) {
-		d = gc_domains[i];
-	} else if (n == GC_MAX_DOMAINS) {
-		d = NULL;
-	} else {
-		/* mmap, not malloc: the allocator may be the program's own
-		 * and may call back into us. */
-		d = mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (d == MAP_FAILED) {
-			d = NULL;
-		} else {
-			dom_init(d, dev);
-			gc_domains[n] = d;
-			gc_domain_devs[n] = dev;
+		d = gc_domains[i].dr_dom;
+	} else if (n < GC_MAX_DOMAINS) {
+		if (gc_cfg.c_share == GC_SHARE_USER) {
+			d = gc_domain_attach(dev, &why);
+			if (!d)
+				gc_log(GC_LOG_WARN,
+				       "device %llx: no shared domain (%s); grouping within this process only",
+				       (unsigned long long)dev, why);
+		}
+		if (!d)
+			d = gc_domain_private(dev);
+		if (d) {
+			gc_domains[n].dr_dom = d;
+			gc_domains[n].dr_dev = dev;
 			__atomic_store_n(&gc_ndomains, n + 1, __ATOMIC_RELEASE);
 		}
+	}
+	/* Membership is per process: after fork the child joins on first use. */
+	if (d && !gc_domains[i].dr_joined) {
+		bool ok = false;
+
+		if (gc_domain_lock(d)) {
+			ok = !d->j_shared || gc_domain_join(d, getpid());
+			gc_domain_unlock(d);
+		}
+		if (ok)
+			__atomic_store_n(&gc_domains[i].dr_joined, 1, __ATOMIC_RELEASE);
+		else
+			d = NULL;
 	}
 	pthread_mutex_unlock(&gc_domains_lock);
 	return d;
@@ -217,8 +140,8 @@ static int direct(int fd, bool datasync)
 
 /* ---- transactions (all called with j_lock held) ----------------------- */
 
-static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now, int32_t tid,
-				bool new_writer)
+static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
+				const struct gc_handle *h, bool new_writer)
 {
 	int i;
 
@@ -231,7 +154,8 @@ static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now, int32_t tid,
 		t->t_seq = ++d->j_seq;
 		t->t_state = T_RUNNING;
 		t->t_start_ns = now;
-		t->t_leader = tid;
+		t->t_leader = h->h_tid;
+		t->t_leader_pid = h->h_pid;
 		t->t_leader_new_writer = new_writer;
 		d->j_running = i;
 		return t;
@@ -254,6 +178,16 @@ static int islot_get(struct gc_txn *t, uint64_t ino)
 	return (int)i;
 }
 
+static int hent_get(struct gc_txn *t)
+{
+	int i;
+
+	for (i = 0; i < GC_TXN_HANDLES; i++)
+		if (!t->t_hents[i].he_used)
+			return i;
+	return GC_NONE;
+}
+
 static void txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 {
 	struct gc_commit_sample cs = {
@@ -268,6 +202,8 @@ static void txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	gc_policy_commit_done(&d->j_policy, &gc_cfg.c_policy, &cs);
 	gc_stat_inc(commits);
 	gc_stat_add(batched, t->t_joined);
+	gc_stat_add(commit_ns, now - t->t_close_ns);
+	gc_stat_add(open_ns, t->t_close_ns - t->t_start_ns);
 	if (!t->t_refs)
 		t->t_state = T_FREE;
 }
@@ -292,33 +228,30 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 	d->j_committing = (int32_t)(t - d->j_txns);
 	d->j_running = GC_NONE;
 	d->j_multi = live > 1;
-	switch (why) {
-	case GC_CLOSE_COUNT:
+	if (why == GC_CLOSE_COUNT)
 		gc_stat_inc(close_count);
-		break;
-	case GC_CLOSE_TIMEOUT:
+	else if (why == GC_CLOSE_TIMEOUT)
 		gc_stat_inc(close_timeout);
-		break;
-	default:
+	else
 		gc_stat_inc(close_immediate);
-	}
 	if (!live)
 		txn_commit_end(d, t, now);
-	dom_wake(d);
+	gc_domain_wake(d);
 }
 
-/* The handle leaves before collecting a result (cancellation). */
-static void handle_abandon(struct gc_handle *h)
+/* Handle entry @e leaves @t without its result: cancelled, or its process
+ * died. A slot nobody is left to sync for is settled here. */
+static void hent_abandon(struct gc_domain *d, struct gc_txn *t, int e)
 {
-	struct gc_domain *d = h->h_dom;
-	struct gc_txn *t = h->h_txn;
-	struct gc_islot *s = &t->t_islots[h->h_slot];
+	struct gc_hent *he = &t->t_hents[e];
+	struct gc_islot *s = &t->t_islots[he->he_slot];
 
+	he->he_used = 0;
 	s->is_handles--;
 	t->t_handles--;
 	t->t_refs--;
 	if (t->t_state == T_RUNNING) {
-		if (t->t_leader == h->h_tid)
+		if (t->t_leader == he->he_tid)
 			t->t_leader = 0;
 		if (!t->t_handles) {
 			t->t_state = T_FREE;
@@ -327,30 +260,79 @@ static void handle_abandon(struct gc_handle *h)
 	} else if (t->t_state == T_COMMITTING && !s->is_handles &&
 		   !(s->is_flags & (IS_CLAIMED | IS_DONE))) {
 		s->is_flags |= IS_DONE;
+		s->is_err = GC_ORPHAN;
 		if (!--t->t_pending)
 			txn_commit_end(d, t, gc_now_ns());
 	}
 	if (t->t_state == T_DONE && !t->t_refs)
 		t->t_state = T_FREE;
-	dom_wake(d);
+	gc_domain_wake(d);
+}
+
+/* Finds the parts of dead peers in every transaction and undoes them: their
+ * handles leave, their claims on slots are released for a survivor to make
+ * the real call, a dead leader's place becomes vacant. */
+static void reap(struct gc_domain *d)
+{
+	int i, e;
+	uint32_t k;
+
+	for (i = 0; i < GC_TXN_RING; i++) {
+		struct gc_txn *t = &d->j_txns[i];
+
+		if (t->t_state == T_FREE)
+			continue;
+		for (e = 0; e < GC_TXN_HANDLES && t->t_state != T_FREE; e++) {
+			struct gc_hent *he = &t->t_hents[e];
+
+			if (he->he_used && !gc_alive(he->he_pid, he->he_tid))
+				hent_abandon(d, t, e);
+		}
+		if (t->t_state == T_RUNNING && t->t_leader &&
+		    !gc_alive(t->t_leader_pid, t->t_leader))
+			t->t_leader = 0;
+		if (t->t_state != T_COMMITTING)
+			continue;
+		for (k = 0; k < t->t_inodes; k++) {
+			struct gc_islot *s = &t->t_islots[k];
+
+			if ((s->is_flags & (IS_CLAIMED | IS_DONE)) != IS_CLAIMED ||
+			    gc_alive(s->is_owner_pid, s->is_owner))
+				continue;
+			s->is_flags &= ~IS_CLAIMED;
+			s->is_owner = 0;
+			if (!s->is_handles) {
+				s->is_flags |= IS_DONE;
+				s->is_err = GC_ORPHAN;
+				if (!--t->t_pending)
+					txn_commit_end(d, t, gc_now_ns());
+			}
+		}
+	}
+	gc_domain_wake(d);
+}
+
+static bool handle_valid(const struct gc_handle *h)
+{
+	return h->h_dom->j_gen == h->h_gen && h->h_txn->t_seq == h->h_seq;
 }
 
 static void handle_cancelled(void *arg)
 {
 	struct gc_handle *h = arg;
 
-	if (h->h_done)
-		return;
-	dom_lock(h->h_dom);
-	handle_abandon(h);
-	dom_unlock(h->h_dom);
+	if (!h->h_done && gc_domain_lock(h->h_dom)) {
+		if (handle_valid(h))
+			hent_abandon(h->h_dom, h->h_txn, h->h_ent);
+		gc_domain_unlock(h->h_dom);
+	}
 	gc_depth--;
 }
 
 /* Called with j_lock held, as the slot's owner: drops the lock for the real
  * call and takes it again. Cancellation stays off so the result is always
- * published. */
-static void do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
+ * published. Returns false if the lock could not be taken again. */
+static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 {
 	bool datasync = !(s->is_flags & IS_FSYNC);
 	struct stat st;
@@ -358,73 +340,126 @@ static void do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 
 	s->is_flags |= IS_CLAIMED;
 	s->is_owner = h->h_tid;
-	dom_unlock(h->h_dom);
+	s->is_owner_pid = h->h_pid;
+	gc_domain_unlock(h->h_dom);
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
 	r = real_sync(h->h_fd, datasync);
+	h->h_own = r;
 	/* The program may have dup2()'d another file over this descriptor
 	 * meanwhile: then our call covered some other inode, not this one. */
 	if (fstat(h->h_fd, &st) < 0 || (uint64_t)st.st_ino != ino)
 		r = GC_ORPHAN;
 	pthread_setcancelstate(oldstate, NULL);
-	dom_lock(h->h_dom);
+	if (!gc_domain_lock(h->h_dom))
+		return false;
+	if (!handle_valid(h))
+		return true; /* state was thrown away meanwhile */
 	s->is_err = r;
 	s->is_flags |= IS_DONE;
 	if (!--h->h_txn->t_pending)
 		txn_commit_end(h->h_dom, h->h_txn, gc_now_ns());
-	dom_wake(h->h_dom);
+	gc_domain_wake(h->h_dom);
+	return true;
 }
 
-/* The protocol, with j_lock held on entry and exit. Returns the slot result. */
+static uint64_t reap_interval(const struct gc_domain *d)
+{
+	uint64_t r = 4 * d->j_policy.ps_commit_ns;
+
+	return r < GC_REAP_MIN_NS ? GC_REAP_MIN_NS : r > GC_REAP_MAX_NS ? GC_REAP_MAX_NS : r;
+}
+
+/* Sleeps until woken, @deadline, or the next look for dead peers. Returns
+ * 1 on reaching @deadline, 0 otherwise, -1 if the lock is lost. */
+static int handle_wait(struct gc_handle *h, uint64_t deadline)
+{
+	struct gc_domain *d = h->h_dom;
+	uint64_t now = gc_now_ns(), reap_at = now + reap_interval(d);
+	int r;
+
+	if (!d->j_shared)
+		return gc_domain_wait(d, deadline);
+	r = gc_domain_wait(d, deadline && deadline < reap_at ? deadline : reap_at);
+	if (r == 1 && (!deadline || deadline > gc_now_ns())) {
+		if (h->h_dom->j_gen == h->h_gen)
+			reap(d);
+		return 0;
+	}
+	return r;
+}
+
+/* The protocol, with j_lock held on entry and exit (unless it returns
+ * -ENOLCK). Returns the slot result, or GC_ORPHAN. */
 static int handle_run(struct gc_handle *h, uint64_t ino)
 {
 	struct gc_domain *d = h->h_dom;
 	struct gc_txn *t = h->h_txn;
 	struct gc_islot *s = &t->t_islots[h->h_slot];
 	const struct gc_policy_cfg *pc = &gc_cfg.c_policy;
+	uint64_t give_up = 0;
+	int w;
 
 	for (;;) {
 		uint64_t now = gc_now_ns();
 
+		if (!handle_valid(h))
+			return h->h_own != INT_MIN ? h->h_own : GC_ORPHAN;
 		if (t->t_state == T_RUNNING) {
 			struct gc_txn_view tv;
 			struct gc_decision dec;
 
 			if (d->j_committing != GC_NONE) {
-				dom_wait(d, 0);
-				continue;
-			}
-			if (t->t_deadline_ns && now >= t->t_deadline_ns) {
+				w = handle_wait(h, 0);
+			} else if (t->t_deadline_ns && now >= t->t_deadline_ns) {
 				txn_close(d, t, GC_CLOSE_TIMEOUT, now);
 				continue;
+			} else {
+				if (!t->t_leader) {
+					t->t_leader = h->h_tid;
+					t->t_leader_pid = h->h_pid;
+				}
+				if (t->t_leader != h->h_tid) {
+					w = handle_wait(h, t->t_deadline_ns);
+				} else {
+					tv.tv_handles = t->t_handles;
+					tv.tv_start_ns = t->t_start_ns;
+					tv.tv_leader_new_writer = t->t_leader_new_writer;
+					dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
+					if (dec.d_close != GC_CLOSE_NONE) {
+						txn_close(d, t, dec.d_close, now);
+						continue;
+					}
+					t->t_want = dec.d_count;
+					t->t_deadline_ns = dec.d_deadline_ns;
+					w = handle_wait(h, dec.d_deadline_ns);
+					if (w == 1)
+						gc_policy_wait_overshoot(&d->j_policy,
+									 dec.d_deadline_ns,
+									 gc_now_ns());
+				}
 			}
-			if (!t->t_leader)
-				t->t_leader = h->h_tid;
-			if (t->t_leader != h->h_tid) {
-				dom_wait(d, t->t_deadline_ns);
-				continue;
-			}
-			tv.tv_handles = t->t_handles;
-			tv.tv_start_ns = t->t_start_ns;
-			tv.tv_leader_new_writer = t->t_leader_new_writer;
-			dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
-			if (dec.d_close != GC_CLOSE_NONE) {
-				txn_close(d, t, dec.d_close, now);
-				continue;
-			}
-			t->t_want = dec.d_count;
-			t->t_deadline_ns = dec.d_deadline_ns;
-			if (dom_wait(d, dec.d_deadline_ns))
-				gc_policy_wait_overshoot(&d->j_policy, dec.d_deadline_ns,
-							 gc_now_ns());
-			continue;
-		}
-		if (s->is_flags & IS_DONE)
+		} else if (s->is_flags & IS_DONE) {
 			return s->is_err;
-		if (!(s->is_flags & IS_CLAIMED)) {
-			do_owner_call(h, s, ino);
+		} else if (!(s->is_flags & IS_CLAIMED)) {
+			if (!do_owner_call(h, s, ino))
+				return -ENOLCK;
 			continue;
+		} else {
+			/* Someone else's real call: a live but silent owner is
+			 * given up on after a long bound; we then do our own. */
+			if (!give_up) {
+				give_up = 20 * d->j_policy.ps_commit_ns;
+				give_up = now + (give_up > GC_GIVE_UP_MIN_NS ? give_up
+									: GC_GIVE_UP_MIN_NS);
+			} else if (now >= give_up) {
+				hent_abandon(d, t, h->h_ent);
+				h->h_done = true;
+				return GC_ORPHAN;
+			}
+			w = handle_wait(h, 0);
 		}
-		dom_wait(d, 0);
+		if (w < 0)
+			return -ENOLCK;
 	}
 }
 
@@ -438,24 +473,30 @@ static int handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 
 	pthread_cleanup_push(handle_cancelled, h);
 	r = handle_run(h, ino);
-	h->h_done = true;
 	pthread_cleanup_pop(0);
-	*owner = t->t_islots[h->h_slot].is_owner == h->h_tid;
-	if (!--t->t_refs && t->t_state == T_DONE)
-		t->t_state = T_FREE;
-	dom_unlock(h->h_dom);
+	if (r == -ENOLCK)
+		return GC_ORPHAN; /* the lock is unusable: nothing to undo */
+	*owner = h->h_own != INT_MIN;
+	if (!h->h_done && handle_valid(h)) {
+		t->t_hents[h->h_ent].he_used = 0;
+		if (!--t->t_refs && t->t_state == T_DONE)
+			t->t_state = T_FREE;
+	}
+	h->h_done = true;
+	gc_domain_unlock(h->h_dom);
 	return r;
 }
 
 int gc_sync(int fd, bool datasync, enum gc_origin origin)
 {
-	struct gc_handle h = { .h_fd = fd, .h_datasync = datasync };
+	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
 	struct gc_domain *d;
 	struct gc_txn *t;
+	struct gc_hent *he;
 	struct stat st;
 	uint64_t now, start;
-	bool new_writer, owner;
-	int r, slot;
+	bool new_writer, owner = false;
+	int r, slot, ent;
 
 	switch (origin) {
 	case GC_FROM_FSYNC:
@@ -475,14 +516,13 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	if (!d)
 		return direct(fd, datasync);
 	start = now = gc_now_ns();
-	if (gc_policy_epoch_due(&d->j_policy, &gc_cfg.c_policy, now)) {
-		dom_lock(d);
+	if (gc_policy_epoch_due(&d->j_policy, &gc_cfg.c_policy, now) && gc_domain_lock(d)) {
 		if (gc_policy_epoch_end(&d->j_policy, &gc_cfg.c_policy, now))
-			gc_log(GC_LOG_DEBUG, "dev %llx: %s calls now",
+			gc_log(GC_LOG_DEBUG, "device %llx: %s calls now",
 			       (unsigned long long)st.st_dev,
 			       gc_policy_bypass(&d->j_policy, &gc_cfg.c_policy, now)
 				       ? "direct" : "grouped");
-		dom_unlock(d);
+		gc_domain_unlock(d);
 	}
 	if (gc_policy_bypass(&d->j_policy, &gc_cfg.c_policy, now)) {
 		gc_stat_inc(bypass);
@@ -505,19 +545,34 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 
 	h.h_dom = d;
 	h.h_tid = gc_gettid();
-	dom_lock(d);
+	h.h_pid = getpid();
+	if (!gc_domain_lock(d))
+		return direct(fd, datasync);
 	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h.h_tid, now);
 	t = d->j_running != GC_NONE ? &d->j_txns[d->j_running] : NULL;
 	if (!t)
-		t = txn_begin(d, now, h.h_tid, new_writer);
+		t = txn_begin(d, now, &h, new_writer);
 	slot = t ? islot_get(t, (uint64_t)st.st_ino) : GC_NONE;
-	if (slot == GC_NONE) {
-		/* ring or slots exhausted: no room to wait, so do not */
-		dom_unlock(d);
+	ent = slot != GC_NONE ? hent_get(t) : GC_NONE;
+	if (ent == GC_NONE) {
+		/* ring, slots or entries exhausted: no room to wait, so do not */
+		if (t && !t->t_handles && t->t_state == T_RUNNING) {
+			t->t_state = T_FREE;
+			d->j_running = GC_NONE;
+		}
+		gc_domain_unlock(d);
 		return direct(fd, datasync);
 	}
 	h.h_txn = t;
+	h.h_seq = t->t_seq;
+	h.h_gen = d->j_gen;
 	h.h_slot = slot;
+	h.h_ent = ent;
+	he = &t->t_hents[ent];
+	he->he_pid = h.h_pid;
+	he->he_tid = h.h_tid;
+	he->he_slot = (uint32_t)slot;
+	he->he_used = 1;
 	t->t_islots[slot].is_handles++;
 	if (!datasync)
 		t->t_islots[slot].is_flags |= IS_FSYNC;
@@ -528,9 +583,10 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		txn_close(d, t, GC_CLOSE_COUNT, now);
 
 	r = handle_collect(&h, (uint64_t)st.st_ino, &owner);
-	if (r == GC_ORPHAN)
-		r = direct(fd, datasync);
-	else if (!owner) {
+	if (r == GC_ORPHAN) {
+		r = owner && h.h_own != INT_MIN && h.h_own != GC_ORPHAN ? h.h_own
+								      : direct(fd, datasync);
+	} else if (!owner) {
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
 		 * descriptor has not seen yet, as its own fsync would have. */
@@ -543,16 +599,18 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	return r;
 }
 
-/* ---- fork ------------------------------------------------------------- */
+/* ---- fork and exit ---------------------------------------------------- */
 
-/* Takes gc_domains_lock and every domain's j_lock, in table order. */
+/* Takes gc_domains_lock and the j_lock of every private domain (shared ones
+ * are not copied by fork, so they need no quiescing). */
 void gc_journal_atfork_prepare(void)
 {
 	int i;
 
 	pthread_mutex_lock(&gc_domains_lock);
 	for (i = 0; i < gc_ndomains; i++)
-		dom_lock(gc_domains[i]);
+		if (!gc_domains[i].dr_dom->j_shared)
+			gc_domain_lock(gc_domains[i].dr_dom);
 }
 
 /* Drops what prepare took. */
@@ -561,21 +619,29 @@ void gc_journal_atfork_parent(void)
 	int i;
 
 	for (i = gc_ndomains - 1; i >= 0; i--)
-		dom_unlock(gc_domains[i]);
+		if (!gc_domains[i].dr_dom->j_shared)
+			gc_domain_unlock(gc_domains[i].dr_dom);
 	pthread_mutex_unlock(&gc_domains_lock);
 }
 
-/* In the child only the forking thread exists: transactions in flight belong
- * to the parent. Keep what was learned about the devices, drop the rest. */
+/* In the child only the forking thread exists. Private domains: transactions
+ * in flight belong to the parent; keep what was learned about the device.
+ * Shared domains: the same memory as the parent's; the child joins as a
+ * member of its own on first use. */
 void gc_journal_atfork_child(void)
 {
 	int i;
 
 	for (i = 0; i < gc_ndomains; i++) {
-		struct gc_domain *d = gc_domains[i];
-		struct gc_policy_state ps = d->j_policy;
+		struct gc_domain *d = gc_domains[i].dr_dom;
+		struct gc_policy_state ps;
 
-		dom_init(d, d->j_dev);
+		if (d->j_shared) {
+			gc_domains[i].dr_joined = 0;
+			continue;
+		}
+		ps = d->j_policy;
+		gc_domain_init(d, d->j_dev, false);
 		d->j_policy.ps_commit_ns = ps.ps_commit_ns;
 		d->j_policy.ps_jbd2_avg_ns = ps.ps_jbd2_avg_ns;
 		d->j_policy.ps_commit_samples = ps.ps_commit_samples;
@@ -583,4 +649,23 @@ void gc_journal_atfork_child(void)
 		d->j_policy.ps_gran_samples = ps.ps_gran_samples;
 	}
 	pthread_mutex_init(&gc_domains_lock, NULL);
+}
+
+/* At exit: leave shared domains; the last member removes the segment. */
+void gc_journal_exit(void)
+{
+	char path[128];
+	int i;
+
+	for (i = 0; i < gc_ndomains; i++) {
+		struct gc_domain *d = gc_domains[i].dr_dom;
+
+		if (!d->j_shared || !gc_domains[i].dr_joined || !gc_domain_lock(d))
+			continue;
+		if (gc_domain_leave(d, getpid())) {
+			gc_domain_path(path, sizeof(path), geteuid(), d->j_dev);
+			syscall(SYS_unlink, path);
+		}
+		gc_domain_unlock(d);
+	}
 }

@@ -17,5 +17,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin);
 void gc_journal_atfork_prepare(void);
 void gc_journal_atfork_parent(void);
 void gc_journal_atfork_child(void);
+/* Leaves shared domains (exit handler). */
+void gc_journal_exit(void);
 
 #endif

@@ -134,6 +134,9 @@ static void report(void)
 
 __attribute__((destructor)) static void gc_destructor(void)
 {
-	if (gc_ready && gc_cfg.c_report[0])
+	if (!gc_ready)
+		return;
+	if (gc_cfg.c_report[0])
 		report();
+	gc_journal_exit();
 }
