@@ -97,6 +97,8 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 
 	if ((i = parse_word(&p, "LIBGC_DISABLE", bools, 2, "0 or 1")) >= 0)
 		c->c_disable = i == 1;
+	if ((i = parse_word(&p, "LIBGC_PROBE", bools, 2, "0 or 1")) >= 0)
+		c->c_policy.pc_probe = i == 1;
 	if ((i = parse_word(&p, "LIBGC_POLICY", policies, 5,
 			    "adaptive, none, fixed, jbd2 or siblings")) >= 0)
 		pc->pc_kind = (enum gc_policy_kind)i;

@@ -69,10 +69,8 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-bool gc_domain_lock(struct gc_domain *d)
+static bool lock_result(struct gc_domain *d, int r)
 {
-	int r = pthread_mutex_lock(&d->j_lock);
-
 	if (r == EOWNERDEAD) {
 		/* A peer died holding the lock, maybe mid-update: nothing in
 		 * the transactions can be trusted. Everyone in flight notices
@@ -84,6 +82,16 @@ bool gc_domain_lock(struct gc_domain *d)
 		return true;
 	}
 	return r == 0;
+}
+
+bool gc_domain_lock(struct gc_domain *d)
+{
+	return lock_result(d, pthread_mutex_lock(&d->j_lock));
+}
+
+bool gc_domain_trylock(struct gc_domain *d)
+{
+	return lock_result(d, pthread_mutex_trylock(&d->j_lock));
 }
 
 void gc_domain_unlock(struct gc_domain *d)

@@ -94,6 +94,8 @@ struct gc_domain *gc_domain_private(uint64_t dev);
 /* Takes j_lock. A lock whose owner died is made consistent and the domain's
  * transactions are thrown away (j_gen bumped). false: the lock is unusable. */
 bool gc_domain_lock(struct gc_domain *d);
+/* As gc_domain_lock, but false at once when the lock is busy. */
+bool gc_domain_trylock(struct gc_domain *d);
 /* Drops j_lock. */
 void gc_domain_unlock(struct gc_domain *d);
 /* With j_lock held: wake every waiter. */

@@ -525,9 +525,15 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		gc_domain_unlock(d);
 	}
 	if (gc_policy_bypass(&d->j_policy, &gc_cfg.c_policy, now)) {
+		/* Keep the count of sync threads current for when grouping
+		 * resumes; not worth waiting for the lock. */
+		if (gc_domain_trylock(d)) {
+			gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, gc_gettid(), now);
+			gc_domain_unlock(d);
+		}
 		gc_stat_inc(bypass);
 		r = direct(fd, datasync);
-		gc_policy_account(&d->j_policy, gc_now_ns() - start);
+		gc_policy_account(&d->j_policy, start, gc_now_ns());
 		return r;
 	}
 	/* Multi-inode transactions: write our data back before joining, so the
@@ -595,7 +601,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		if (!r && e < 0)
 			r = e;
 	}
-	gc_policy_account(&d->j_policy, gc_now_ns() - start);
+	gc_policy_account(&d->j_policy, start, gc_now_ns());
 	return r;
 }
 

@@ -19,11 +19,14 @@
 #define GC_AB_PROBE_NS (25 * GC_NSEC_PER_MSEC)
 #define GC_AB_HOLD_NS (100 * GC_NSEC_PER_MSEC)
 #define GC_AB_MAX_EPOCH_NS (1 * GC_NSEC_PER_SEC)
-#define GC_AB_MIN_REQS 24
+#define GC_AB_MIN_REQS 8
+#define GC_AB_MIN_COMMITS 8
 #define GC_AB_HOLD_EPOCHS 4
 #define GC_AB_MAX_STREAK 4
-/* Rates within 3% are a tie, decided by mean latency. */
+/* Rates within 3% are a tie, decided by mean latency; a winner by 25% or
+ * more is held for the longest hold at once (probing the loser costs). */
 #define GC_AB_MARGIN_PCT 3
+#define GC_AB_CLEAR_PCT 25
 
 static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
 {
@@ -43,6 +46,7 @@ void gc_policy_cfg_defaults(struct gc_policy_cfg *pc)
 	pc->pc_wait_pct = 100;				/* Bacik: one average commit */
 	pc->pc_wait_ns = 1000 * GC_NSEC_PER_USEC;
 	pc->pc_siblings = 5;				/* PostgreSQL commit_siblings */
+	pc->pc_probe = true;
 }
 
 const char *gc_policy_name(enum gc_policy_kind k)
@@ -70,6 +74,7 @@ void gc_policy_init(struct gc_policy_state *ps)
 	memset(ps, 0, sizeof(*ps));
 	ps->ps_gran_ns = GC_GRAN_DEFAULT_NS;
 	ps->ps_batch_x16 = 32;
+	ps->ps_ab_last = GC_AB_NONE;
 }
 
 static uint64_t active_window(const struct gc_policy_state *ps)
@@ -124,16 +129,18 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
 }
 
-void gc_policy_account(struct gc_policy_state *ps, uint64_t lat_ns)
+void gc_policy_account(struct gc_policy_state *ps, uint64_t start, uint64_t end)
 {
+	if (start < __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED))
+		return;
 	__atomic_fetch_add(&ps->ps_ab_reqs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ps->ps_ab_lat_ns, lat_ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ps->ps_ab_lat_ns, end - start, __ATOMIC_RELAXED);
 }
 
 static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
 {
 	uint64_t base = phase == GC_AB_PROBE ? GC_AB_PROBE_NS : GC_AB_HOLD_NS;
-	uint64_t by_commit = 8 * ps->ps_commit_ns;
+	uint64_t by_commit = (phase == GC_AB_PROBE ? 8 : 32) * ps->ps_commit_ns;
 
 	return min_u64(base > by_commit ? base : by_commit, GC_AB_MAX_EPOCH_NS);
 }
@@ -143,15 +150,19 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 {
 	uint64_t start = __atomic_load_n(&ps->ps_ab_epoch_start, __ATOMIC_RELAXED);
 
-	if (pc->pc_kind != GC_POL_ADAPTIVE)
+	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
 	if (!start)
 		return true; /* first request: open the first epoch */
 	if (now < start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED))
 		return false;
-	/* Too few requests to judge: keep going, up to the cap. */
-	return __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED) >= GC_AB_MIN_REQS ||
-	       now >= start + GC_AB_MAX_EPOCH_NS;
+	if (now >= start + GC_AB_MAX_EPOCH_NS)
+		return true;
+	/* Too few requests, or (grouped) too few commits, to judge: go on. */
+	if (__atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED) < GC_AB_MIN_REQS)
+		return false;
+	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT ||
+	       __atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) >= GC_AB_MIN_COMMITS;
 }
 
 /* Which mode measured better: rate first, mean latency on a tie. */
@@ -170,11 +181,15 @@ static uint32_t ab_winner(const struct gc_policy_state *ps)
 static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 		     uint64_t now)
 {
+	uint64_t len = epoch_len(ps, phase);
+
 	ps->ps_ab_phase = phase;
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_reqs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_lat_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_epoch_len, epoch_len(ps, phase), __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_commits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_epoch_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_measure_from, now + len / 4, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_epoch_start, now, __ATOMIC_RELAXED);
 }
 
@@ -191,7 +206,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		return false;
 	}
 	reqs = __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED);
-	dur = now - ps->ps_ab_epoch_start;
+	dur = now > ps->ps_ab_measure_from ? now - ps->ps_ab_measure_from : 0;
 	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
 	ps->ps_ab_lat[mode] = reqs ? __atomic_load_n(&ps->ps_ab_lat_ns, __ATOMIC_RELAXED) / reqs
 				   : UINT64_MAX;
@@ -209,12 +224,17 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	/* Both modes measured back to back: hold the faster one. */
 	win = ab_winner(ps);
 	if (win == ps->ps_ab_last) {
-		if (ps->ps_ab_streak < GC_AB_MAX_STREAK)
-			ps->ps_ab_streak++;
+		ps->ps_ab_streak++;
 	} else {
+		if (ps->ps_ab_last != GC_AB_NONE)
+			ps->ps_ab_switches++;
 		ps->ps_ab_streak = 0;
-		ps->ps_ab_switches++;
 	}
+	/* A clear winner is re-probed less often: the loser's epochs cost. */
+	if (ps->ps_ab_rate[win] * 100 >= ps->ps_ab_rate[win ^ 1] * (100 + GC_AB_CLEAR_PCT))
+		ps->ps_ab_streak += 2;
+	if (ps->ps_ab_streak > GC_AB_MAX_STREAK)
+		ps->ps_ab_streak = GC_AB_MAX_STREAK;
 	ps->ps_ab_last = win;
 	ps->ps_ab_have = 0;
 	ps->ps_ab_hold = GC_AB_HOLD_EPOCHS << ps->ps_ab_streak;
@@ -316,6 +336,7 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
+	__atomic_store_n(&ps->ps_ab_commits, ps->ps_ab_commits + 1, __ATOMIC_RELAXED);
 
 	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
 					   ps->ps_txns == 0);

@@ -21,6 +21,7 @@ struct gc_policy_cfg {
 	uint32_t pc_wait_pct;		/* LIBGC_WAIT_PCT: adaptive wait, % of commit latency */
 	uint64_t pc_wait_ns;		/* LIBGC_WAIT_US: fixed wait, siblings commit_delay */
 	uint32_t pc_siblings;		/* LIBGC_SIBLINGS: siblings commit_siblings */
+	bool pc_probe;			/* LIBGC_PROBE: adaptive's group-or-direct controller */
 };
 
 void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
@@ -55,12 +56,14 @@ struct gc_policy_state {
 	uint32_t ps_ab_streak;		/* same verdict in a row: lengthens holds */
 	uint64_t ps_ab_epoch_start;
 	uint64_t ps_ab_epoch_len;
+	uint64_t ps_ab_measure_from;	/* epoch start + a quarter: settled */
 	uint64_t ps_ab_reqs;		/* requests completed in this epoch (atomic) */
+	uint64_t ps_ab_commits;		/* commits in this epoch */
 	uint64_t ps_ab_lat_ns;		/* their summed latency (atomic) */
 	uint64_t ps_ab_rate[2];		/* last measured requests/s per mode, x1000 */
 	uint64_t ps_ab_lat[2];		/* last measured mean latency per mode */
 	uint32_t ps_ab_have;		/* bit per mode: a fresh measurement exists */
-	uint32_t ps_ab_last;		/* the last verdict */
+	uint32_t ps_ab_last;		/* the last verdict, GC_AB_NONE before the first */
 	uint32_t ps_ab_switches;	/* verdicts that changed the held mode */
 };
 
@@ -72,7 +75,7 @@ void gc_policy_init(struct gc_policy_state *ps);
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		      int32_t tid, uint64_t now);
 
-enum { GC_AB_GROUP = 0, GC_AB_DIRECT = 1 };
+enum { GC_AB_GROUP = 0, GC_AB_DIRECT = 1, GC_AB_NONE = 2 };
 enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
 
 /* true: serve this request with a direct real call (policy none, or the
@@ -81,8 +84,10 @@ enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now);
 
-/* A request finished after @lat_ns, in whichever mode. Lock-free. */
-void gc_policy_account(struct gc_policy_state *ps, uint64_t lat_ns);
+/* A request that began at @start finished at @end, in whichever mode.
+ * Counted only if it began after the epoch settled (the first quarter of an
+ * epoch is left to requests of the previous mode). Lock-free. */
+void gc_policy_account(struct gc_policy_state *ps, uint64_t start, uint64_t end);
 /* true when the current epoch is over and gc_policy_epoch_end() is due.
  * Lock-free; the caller then takes the lock and calls epoch_end, which
  * re-checks. */
