@@ -67,7 +67,7 @@ static void parse_uint(struct parse_ctx *p, const char *name, uint64_t lo,
 		return;
 	errno = 0;
 	x = strtoull(v, &end, 10);
-	if (*v == '\0' || *v == '-' || *v == '+' || *end != '\0' || errno == ERANGE ||
+	if (*v < '0' || *v > '9' || *end != '\0' || errno == ERANGE ||
 	    x < lo || x > hi) {
 		snprintf(form, sizeof(form), "an integer from %llu to %llu",
 			 (unsigned long long)lo, (unsigned long long)hi);
@@ -140,7 +140,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	}
 
 	v = get("LIBGC_REPORT", ctx);
-	if (v && *v && strcmp(v, "0")) {
+	if (v && strcmp(v, "0")) {
 		if (!strcmp(v, "1"))
 			strcpy(c->c_report, "-");
 		else if (v[0] != '/' || strlen(v) >= sizeof(c->c_report))

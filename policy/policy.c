@@ -24,7 +24,7 @@
 #define GC_AB_HOLD_EPOCHS 4
 #define GC_AB_MAX_STREAK 4
 /* Rates within 3% are a tie, decided by mean latency; a winner by 25% or
- * more is held for the longest hold at once (probing the loser costs). */
+ * more gets two more steps of hold at once (probing the loser costs). */
 #define GC_AB_MARGIN_PCT 3
 #define GC_AB_CLEAR_PCT 25
 
@@ -247,12 +247,21 @@ static struct gc_decision close_now(enum gc_close_reason r)
 	return (struct gc_decision){ .d_close = r };
 }
 
-/* Close at @deadline, or once @count handles joined; whichever first. */
-static struct gc_decision wait_until(const struct gc_txn_view *tv, uint64_t now,
-				     uint64_t deadline, uint32_t count)
+/* Close @wait after the first handle joined (never later than the cap on
+ * any wait), or once @count handles joined; whichever first. A zero wait is
+ * no wait, not a timeout. */
+static struct gc_decision wait_for(const struct gc_policy_cfg *pc,
+				   const struct gc_txn_view *tv, uint64_t now,
+				   uint64_t wait, uint32_t count)
 {
+	uint64_t deadline;
+
+	wait = min_u64(wait, pc->pc_max_wait_ns);
+	if (!wait)
+		return close_now(GC_CLOSE_NOWAIT);
 	if (count && tv->tv_handles >= count)
 		return close_now(GC_CLOSE_COUNT);
+	deadline = tv->tv_start_ns + wait;
 	if (now >= deadline)
 		return close_now(GC_CLOSE_TIMEOUT);
 	return (struct gc_decision){ .d_deadline_ns = deadline, .d_count = count };
@@ -276,8 +285,8 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	if (ps->ps_commit_ns <= ps->ps_gran_ns)
 		return close_now(GC_CLOSE_FAST);
 	/* Dilger: as many as are syncing; Bacik: no longer than a commit. */
-	wait = min_u64(pc->pc_max_wait_ns, ps->ps_commit_ns * pc->pc_wait_pct / 100);
-	return wait_until(tv, now, tv->tv_start_ns + wait, active);
+	wait = ps->ps_commit_ns * pc->pc_wait_pct / 100;
+	return wait_for(pc, tv, now, wait, active);
 }
 
 static struct gc_decision decide_jbd2(const struct gc_policy_state *ps,
@@ -286,13 +295,11 @@ static struct gc_decision decide_jbd2(const struct gc_policy_state *ps,
 {
 	uint64_t t = ps->ps_jbd2_avg_ns;
 
-	if (!tv->tv_leader_new_writer || pc->pc_max_wait_ns == 0)
+	if (!tv->tv_leader_new_writer)
 		return close_now(GC_CLOSE_NOWAIT);
 	if (t < pc->pc_min_wait_ns)
 		t = pc->pc_min_wait_ns;
-	if (t > pc->pc_max_wait_ns)
-		t = pc->pc_max_wait_ns;
-	return wait_until(tv, now, tv->tv_start_ns + t, 0);
+	return wait_for(pc, tv, now, t, 0);
 }
 
 struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
@@ -303,9 +310,7 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 	case GC_POL_ADAPTIVE:
 		return decide_adaptive(ps, pc, tv, now);
 	case GC_POL_FIXED:
-		if (!pc->pc_wait_ns)
-			return close_now(GC_CLOSE_NOWAIT);
-		return wait_until(tv, now, tv->tv_start_ns + pc->pc_wait_ns, 0);
+		return wait_for(pc, tv, now, pc->pc_wait_ns, 0);
 	case GC_POL_JBD2:
 		return decide_jbd2(ps, pc, tv, now);
 	case GC_POL_SIBLINGS: {
@@ -315,9 +320,9 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 
 		if (active < tv->tv_handles)
 			active = tv->tv_handles;
-		if (!pc->pc_wait_ns || active - 1 < pc->pc_siblings)
+		if (active <= pc->pc_siblings)
 			return close_now(GC_CLOSE_NOWAIT);
-		return wait_until(tv, now, tv->tv_start_ns + pc->pc_wait_ns, 0);
+		return wait_for(pc, tv, now, pc->pc_wait_ns, 0);
 	}
 	case GC_POL_NONE:
 	default:
