@@ -1,0 +1,218 @@
+/* Power-cut checker: scans the files a crashload run left behind for intact
+ * records and compares them with the acknowledgements the harness recorded.
+ * Every acknowledged record must be found whole, with a correct checksum. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/crash/record.h"
+
+/* Per writer: how often each sequence number was found, and for acked ones
+ * when the acknowledgement was sent. */
+struct seqs {
+	uint8_t *found;
+	size_t found_cap;
+	int64_t *ack_ns;
+	size_t ack_cap;
+	size_t acked;		/* acks arrive in order: seqs 0..acked-1 */
+};
+
+static struct seqs wr[MAX_WRITERS];
+static unsigned long n_found, n_dup, n_files, n_bad_ack;
+static unsigned long long n_bytes, n_garbage;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 1024;
+
+	while (n <= need)
+		n *= 2;
+	p = realloc(p, n * elem);
+	if (!p) {
+		perror("crashcheck: realloc");
+		exit(2);
+	}
+	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
+	*cap = n;
+	return p;
+}
+
+static void note_found(uint32_t w, uint64_t seq)
+{
+	struct seqs *s = &wr[w];
+
+	if (seq >= s->found_cap)
+		s->found = grow(s->found, &s->found_cap, seq, 1);
+	if (s->found[seq] < 255)
+		s->found[seq]++;
+	if (s->found[seq] > 1)
+		n_dup++;
+	else
+		n_found++;
+}
+
+static void scan_file(int dfd, const char *name)
+{
+	struct stat st;
+	unsigned char *p;
+	size_t pos = 0, size;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "crashcheck: %s: %s\n", name, strerror(errno));
+		exit(2);
+	}
+	n_files++;
+	size = (size_t)st.st_size;
+	n_bytes += size;
+	if (!size) {
+		close(fd);
+		return;
+	}
+	p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "crashcheck: mmap %s: %s\n", name, strerror(errno));
+		exit(2);
+	}
+	/* Records are back to back, but a crash can leave zeroed blocks or a
+	 * torn tail between them: on a mismatch, resync one byte further. */
+	while (pos < size) {
+		uint32_t n = rec_check(p + pos, size - pos);
+		struct rec_hdr h;
+
+		if (!n) {
+			pos++;
+			n_garbage++;
+			continue;
+		}
+		memcpy(&h, p + pos, sizeof(h));
+		note_found(h.r_writer, h.r_seq);
+		pos += n;
+	}
+	munmap(p, size);
+	close(fd);
+}
+
+static void read_acks(const char *path)
+{
+	struct ack_msg a;
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "crashcheck: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	while ((n = fread(&a, 1, sizeof(a), f)) == sizeof(a)) {
+		struct seqs *s;
+
+		/* Each writer acknowledges in order; anything else means the
+		 * pipe or the workload is broken and the count is meaningless. */
+		if (a.a_magic != ACK_MAGIC || a.a_writer >= MAX_WRITERS ||
+		    a.a_seq != wr[a.a_writer].acked) {
+			n_bad_ack++;
+			continue;
+		}
+		s = &wr[a.a_writer];
+		if (s->acked >= s->ack_cap)
+			s->ack_ns = grow(s->ack_ns, &s->ack_cap, s->acked,
+					 sizeof(*s->ack_ns));
+		s->ack_ns[s->acked++] = a.a_ns;
+	}
+	if (n)
+		n_bad_ack++;	/* a torn message: a writer died mid-write */
+	fclose(f);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: crashcheck -a ACKFILE [-c CUT_NS] [-v] DIR\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long acked = 0, lost = 0, lost_pre = 0, unacked = 0, shown = 0;
+	const char *acks = NULL;
+	long long cut_ns = 0;
+	bool verbose = false, dir_missing = false;
+	struct dirent *de;
+	DIR *d;
+	unsigned w;
+	int c;
+
+	while ((c = getopt(argc, argv, "a:c:v")) != -1) {
+		switch (c) {
+		case 'a':
+			acks = optarg;
+			break;
+		case 'c':
+			cut_ns = strtoll(optarg, NULL, 10);
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!acks || optind != argc - 1)
+		usage();
+	rec_crc_init();
+	read_acks(acks);
+
+	/* A directory that did not survive simply holds no records. */
+	d = opendir(argv[optind]);
+	if (!d && errno != ENOENT) {
+		fprintf(stderr, "crashcheck: %s: %s\n", argv[optind], strerror(errno));
+		return 2;
+	}
+	dir_missing = !d;
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (!strncmp(de->d_name, "crash", 5) && l > 4 &&
+		    !strcmp(de->d_name + l - 4, ".dat"))
+			scan_file(dirfd(d), de->d_name);
+	}
+	if (d)
+		closedir(d);
+
+	for (w = 0; w < MAX_WRITERS; w++) {
+		struct seqs *s = &wr[w];
+		size_t q;
+
+		acked += s->acked;
+		for (q = 0; q < s->found_cap; q++)
+			if (s->found[q] && q >= s->acked)
+				unacked++;
+		for (q = 0; q < s->acked; q++) {
+			if (q < s->found_cap && s->found[q])
+				continue;
+			lost++;
+			if (cut_ns && s->ack_ns[q] < cut_ns)
+				lost_pre++;
+			if (verbose || shown < 5) {
+				shown++;
+				printf("lost writer=%u seq=%zu acked_ms_before_cut=%.3f\n",
+				       w, q, cut_ns ?
+				       (double)(cut_ns - s->ack_ns[q]) / 1e6 : 0.0);
+			}
+		}
+	}
+	printf("acked=%lu found=%lu lost=%lu lost_before_cut=%lu unacked_found=%lu "
+	       "dup=%lu files=%lu bytes=%llu garbage_bytes=%llu bad_acks=%lu%s\n",
+	       acked, n_found, lost, lost_pre, unacked, n_dup, n_files, n_bytes,
+	       n_garbage, n_bad_ack, dir_missing ? " dir_missing=1" : "");
+	if (n_bad_ack)
+		return 2;
+	return lost ? 1 : 0;
+}

@@ -1,0 +1,309 @@
+/* Power-cut workload: threads or processes append numbered, checksummed
+ * records to a shared file or one file each, make each durable (fsync,
+ * fdatasync, O_DSYNC) and only then report its id on the ack descriptor. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/crash/record.h"
+
+enum sync_mode { SYNC_FSYNC, SYNC_FDATASYNC, SYNC_ODSYNC };
+
+static struct {
+	const char *dir;
+	unsigned writers;
+	bool procs;
+	bool shared;
+	bool use_pwrite;
+	enum sync_mode sync;
+	uint64_t count;		/* records per writer, 0 = until stopped */
+	uint32_t max_len;
+	int ack_fd;
+	int shared_fd;		/* threads writing one shared file share this fd */
+	uint64_t *next_off;	/* offset reservations for pwrite; shared mapping */
+} opt = { .max_len = REC_MAX, .ack_fd = 3, .shared_fd = -1 };
+
+/* Set by SIGUSR1, which the harness sends just before it cuts the power:
+ * from then on an I/O error is the expected outcome, not a failure. */
+static volatile sig_atomic_t cut_expected;
+static pid_t children[MAX_WRITERS];
+
+static void on_usr1(int sig)
+{
+	unsigned i;
+
+	cut_expected = 1;
+	for (i = 0; i < opt.writers; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGUSR1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: crashload -d DIR (-t N | -p N) [-f shared|each]\n"
+		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite]\n"
+		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD]\n");
+	exit(2);
+}
+
+/* A failed call ends the writer: quietly once the cut is announced,
+ * otherwise as an error of the whole workload. */
+static void *fail(unsigned w, uint64_t seq, const char *what, int err)
+{
+	if (cut_expected) {
+		if (opt.procs)
+			_exit(0);
+		return NULL;
+	}
+	fprintf(stderr, "crashload: writer %u record %llu: %s: %s\n", w,
+		(unsigned long long)seq, what, err ? strerror(err) : "short");
+	exit(1);
+}
+
+static void file_path(char *buf, size_t n, unsigned w)
+{
+	if (opt.shared)
+		snprintf(buf, n, "%s/crash.dat", opt.dir);
+	else
+		snprintf(buf, n, "%s/crash.%u.dat", opt.dir, w);
+}
+
+/* Plain open() by path, not openat(): some sync-disabling preloads only
+ * wrap open/open64, and the control must see its O_DSYNC stripped too. */
+static int open_file(unsigned w)
+{
+	char path[4096];
+	int flags = O_WRONLY | (opt.use_pwrite ? 0 : O_APPEND);
+
+	if (opt.sync == SYNC_ODSYNC)
+		flags |= O_DSYNC;
+	file_path(path, sizeof(path), w);
+	return open(path, flags | O_CLOEXEC);
+}
+
+static void *writer(void *arg)
+{
+	unsigned w = (unsigned)(uintptr_t)arg;
+	unsigned char buf[REC_MAX];
+	uint64_t own_off = 0, seq;
+	int fd = opt.shared_fd;
+
+	if (fd < 0 && (fd = open_file(w)) < 0)
+		return fail(w, 0, "open", errno);
+	for (seq = 0; !opt.count || seq < opt.count; seq++) {
+		uint32_t len = rec_build(buf, w, seq, opt.max_len);
+		struct ack_msg a = {
+			.a_magic = ACK_MAGIC, .a_writer = w, .a_seq = seq,
+		};
+		struct timespec ts;
+		ssize_t n;
+
+		if (opt.use_pwrite) {
+			/* Reserve the range first so no two writers overlap. */
+			uint64_t off = opt.shared ?
+				__atomic_fetch_add(opt.next_off, len, __ATOMIC_RELAXED) :
+				own_off;
+
+			own_off += len;
+			n = pwrite(fd, buf, len, (off_t)off);
+		} else {
+			n = write(fd, buf, len);
+		}
+		if (n != (ssize_t)len)
+			return fail(w, seq, "write", n < 0 ? errno : 0);
+		if (opt.sync == SYNC_FSYNC && fsync(fd))
+			return fail(w, seq, "fsync", errno);
+		if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
+			return fail(w, seq, "fdatasync", errno);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
+			return fail(w, seq, "ack", errno);
+	}
+	return NULL;
+}
+
+/* Creates the files and makes them and their names durable before any
+ * record is written. Raw system calls, past any preload: only records are at
+ * stake in a trial, and the control (whose fsync does nothing) must start
+ * from the same durable files as the real run, so that what it loses is
+ * acknowledged records and not a whole directory entry. */
+static void prepare_files(void)
+{
+	unsigned i, n = opt.shared ? 1 : opt.writers;
+	int dir_fd = open(opt.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dir_fd < 0) {
+		fprintf(stderr, "crashload: %s: %s\n", opt.dir, strerror(errno));
+		exit(1);
+	}
+	for (i = 0; i < n; i++) {
+		char path[4096];
+		int fd;
+
+		file_path(path, sizeof(path), i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || syscall(SYS_fsync, fd) || close(fd)) {
+			fprintf(stderr, "crashload: create %s: %s\n", path,
+				strerror(errno));
+			exit(1);
+		}
+	}
+	if (syscall(SYS_fsync, dir_fd) || close(dir_fd)) {
+		fprintf(stderr, "crashload: fsync %s: %s\n", opt.dir, strerror(errno));
+		exit(1);
+	}
+}
+
+static int run_threads(void)
+{
+	pthread_t tid[MAX_WRITERS];
+	unsigned i;
+
+	if (opt.shared && (opt.shared_fd = open_file(0)) < 0) {
+		fprintf(stderr, "crashload: open: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < opt.writers; i++) {
+		int err = pthread_create(&tid[i], NULL, writer, (void *)(uintptr_t)i);
+
+		if (err) {
+			fprintf(stderr, "crashload: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+	}
+	for (i = 0; i < opt.writers; i++)
+		pthread_join(tid[i], NULL);
+	return 0;
+}
+
+static int run_procs(void)
+{
+	pid_t parent = getpid();
+	unsigned i, live = 0;
+	int rc = 0, status;
+
+	for (i = 0; i < opt.writers; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			fprintf(stderr, "crashload: fork: %s\n", strerror(errno));
+			rc = 1;
+			break;
+		}
+		if (pid == 0) {
+			/* A SIGKILL of the parent must take every writer with it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
+			writer((void *)(uintptr_t)i);
+			_exit(0);
+		}
+		children[i] = pid;
+		live++;
+	}
+	while (live) {
+		pid_t pid = wait(&status);
+
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		live--;
+		for (i = 0; i < opt.writers; i++)
+			if (children[i] == pid)
+				children[i] = 0;
+		if (WIFEXITED(status) && !WEXITSTATUS(status))
+			continue;
+		/* One writer failed: the run is over, do not leave the
+		 * others appending until the harness kills them. */
+		rc = 1;
+		for (i = 0; i < opt.writers; i++)
+			if (children[i] > 0)
+				kill(children[i], SIGKILL);
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	int c;
+
+	while ((c = getopt(argc, argv, "d:t:p:f:s:w:n:l:a:")) != -1) {
+		switch (c) {
+		case 'd':
+			opt.dir = optarg;
+			break;
+		case 't':
+		case 'p':
+			opt.writers = (unsigned)atoi(optarg);
+			opt.procs = c == 'p';
+			break;
+		case 'f':
+			if (!strcmp(optarg, "shared"))
+				opt.shared = true;
+			else if (strcmp(optarg, "each"))
+				usage();
+			break;
+		case 's':
+			if (!strcmp(optarg, "fsync"))
+				opt.sync = SYNC_FSYNC;
+			else if (!strcmp(optarg, "fdatasync"))
+				opt.sync = SYNC_FDATASYNC;
+			else if (!strcmp(optarg, "odsync"))
+				opt.sync = SYNC_ODSYNC;
+			else
+				usage();
+			break;
+		case 'w':
+			if (!strcmp(optarg, "pwrite"))
+				opt.use_pwrite = true;
+			else if (strcmp(optarg, "append"))
+				usage();
+			break;
+		case 'n':
+			opt.count = strtoull(optarg, NULL, 10);
+			break;
+		case 'l':
+			opt.max_len = (uint32_t)atoi(optarg);
+			break;
+		case 'a':
+			opt.ack_fd = atoi(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!opt.dir || opt.writers < 1 || opt.writers > MAX_WRITERS ||
+	    opt.max_len < REC_MIN || opt.max_len > REC_MAX || optind != argc)
+		usage();
+
+	rec_crc_init();
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* A vanished reader is an error to report, not a silent death. */
+	signal(SIGPIPE, SIG_IGN);
+	opt.next_off = mmap(NULL, sizeof(*opt.next_off), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (opt.next_off == MAP_FAILED) {
+		fprintf(stderr, "crashload: mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	prepare_files();
+	return opt.procs ? run_procs() : run_threads();
+}

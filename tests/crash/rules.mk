@@ -1,0 +1,17 @@
+# Power-cut trials: the workload and checker programs, the short TAP suite
+# for `make test`, and `make crashtest TRIALS=N` with a summary table.
+CRASH_BINS := $(B)/tests/crash/crashload $(B)/tests/crash/crashcheck
+
+$(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
+
+ALL_BINS    += $(CRASH_BINS)
+TEST_SUITES += tests/crash/run.sh
+
+TRIALS ?= 10
+crashtest: $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
+	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
+
+.PHONY: crashtest
