@@ -64,6 +64,18 @@ $(B)/tests/unit/test_%: tests/unit/test_%.c $(CORE_OBJS)
 ALL_BINS   += $(UNIT_BINS)
 TEST_SUITES += $(UNIT_BINS)
 
+# Stress programs: the wrappers linked in (not preloaded) so sanitizers see
+# the journal's threads; they print TAP.
+STRESS_SRCS := $(wildcard tests/stress/stress_*.c)
+STRESS_BINS := $(STRESS_SRCS:%.c=$(B)/%)
+$(B)/tests/stress/stress_%: tests/stress/stress_%.c $(LIB_OBJS)
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) \
+		-ldl -lpthread
+ALL_BINS   += $(STRESS_BINS)
+TEST_SUITES += $(STRESS_BINS)
+
 # Fragments: each part of the tree adds its programs to ALL_BINS and its
 # suites (Criterion binaries, or scripts printing TAP) to TEST_SUITES.
 -include examples/rules.mk
@@ -83,15 +95,17 @@ test: all
 demo: all
 	$(Q)bash scripts/demo.sh
 
-# Sanitizer builds of the unit tests, in their own build folders.
+# Sanitizer builds, in their own build folders: unit tests and the journal
+# stress under ASan/UBSan; under TSan only the stress programs, because
+# Criterion's runner cannot start under ThreadSanitizer.
+ASAN_BINS := $(UNIT_SRCS:%.c=%) $(STRESS_SRCS:%.c=%)
 asan:
 	$(MAKE) B=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
-		$(addprefix build-asan/,$(UNIT_SRCS:%.c=%))
-	bash tests/run.sh $(addprefix build-asan/,$(UNIT_SRCS:%.c=%))
+		$(addprefix build-asan/,$(ASAN_BINS))
+	bash tests/run.sh $(addprefix build-asan/,$(ASAN_BINS))
 tsan:
-	$(MAKE) B=build-tsan SAN='-fsanitize=thread' \
-		$(addprefix build-tsan/,$(UNIT_SRCS:%.c=%))
-	bash tests/run.sh $(addprefix build-tsan/,$(UNIT_SRCS:%.c=%))
+	$(MAKE) B=build-tsan SAN='-fsanitize=thread' $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
+	TSAN_OPTIONS=halt_on_error=1 bash tests/run.sh $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
 
 PREFIX ?= /usr/local
 install: $(LIB)

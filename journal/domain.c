@@ -140,8 +140,10 @@ int gc_domain_wait(struct gc_domain *d, uint64_t deadline)
 
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
-	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx", (unsigned)uid,
-			(unsigned long long)dev);
+	/* The layout's size is in the name: builds that cannot share a
+	 * segment never meet in one. */
+	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-%zx", (unsigned)uid,
+			(unsigned long long)dev, sizeof(struct gc_domain));
 }
 
 static void *map_fd(int fd)

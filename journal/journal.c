@@ -91,7 +91,7 @@ static struct gc_domain *domain_get(uint64_t dev)
 		}
 	}
 	/* Membership is per process: after fork the child joins on first use. */
-	if (d && !gc_domains[i].dr_joined) {
+	if (d && !__atomic_load_n(&gc_domains[i].dr_joined, __ATOMIC_RELAXED)) {
 		bool ok = false;
 
 		if (gc_domain_lock(d)) {
@@ -227,7 +227,7 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 	t->t_pending = live;
 	d->j_committing = (int32_t)(t - d->j_txns);
 	d->j_running = GC_NONE;
-	d->j_multi = live > 1;
+	__atomic_store_n(&d->j_multi, live > 1, __ATOMIC_RELAXED);
 	if (why == GC_CLOSE_COUNT)
 		gc_stat_inc(close_count);
 	else if (why == GC_CLOSE_TIMEOUT)
@@ -633,28 +633,24 @@ void gc_journal_atfork_parent(void)
 /* In the child only the forking thread exists. Private domains: transactions
  * in flight belong to the parent; keep what was learned about the device.
  * Shared domains: the same memory as the parent's; the child joins as a
- * member of its own on first use. */
+ * member of its own on first use. Drops what prepare took. */
 void gc_journal_atfork_child(void)
 {
 	int i;
 
-	for (i = 0; i < gc_ndomains; i++) {
+	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
-		struct gc_policy_state ps;
 
 		if (d->j_shared) {
 			gc_domains[i].dr_joined = 0;
 			continue;
 		}
-		ps = d->j_policy;
-		gc_domain_init(d, d->j_dev, false);
-		d->j_policy.ps_commit_ns = ps.ps_commit_ns;
-		d->j_policy.ps_jbd2_avg_ns = ps.ps_jbd2_avg_ns;
-		d->j_policy.ps_commit_samples = ps.ps_commit_samples;
-		d->j_policy.ps_gran_ns = ps.ps_gran_ns;
-		d->j_policy.ps_gran_samples = ps.ps_gran_samples;
+		gc_domain_reset_txns(d);
+		d->j_waiters = 0;
+		d->j_policy.ps_recent_n = 0;
+		gc_domain_unlock(d);
 	}
-	pthread_mutex_init(&gc_domains_lock, NULL);
+	pthread_mutex_unlock(&gc_domains_lock);
 }
 
 /* At exit: leave shared domains; the last member removes the segment. */

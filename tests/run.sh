@@ -12,7 +12,13 @@ for s in "$@"; do
 		"$s" --jobs 1 2>&1 | tee "$out"
 		rc=${PIPESTATUS[0]}
 		syn=$(grep -a 'Synthesis:' "$out" | tail -n 1)
-		if [ -z "$syn" ]; then
+		if [ -z "$syn" ] && grep -aqE '^1\.\.[0-9]+' "$out"; then
+			# a plain program printing TAP
+			p=$(grep -acE '^ok [0-9]+' "$out" | head -1)
+			f=$(grep -acE '^not ok [0-9]+' "$out" | head -1)
+			pass=$((pass + p)); fail=$((fail + f))
+			[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { broken+=("$name (rc=$rc)"); fail=$((fail + 1)); }
+		elif [ -z "$syn" ]; then
 			broken+=("$name (no synthesis, rc=$rc)")
 			fail=$((fail + 1))
 		else
