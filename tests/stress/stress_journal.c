@@ -120,6 +120,7 @@ int main(void)
 		bad += !ok;
 	}
 	/* fork while other threads commit; the child commits too */
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
 		_exit(run("child after fork", 0, 0) ? 0 : 1);
