@@ -241,13 +241,15 @@ struct gc_domain *gc_domain_private(uint64_t dev)
 
 bool gc_domain_join(struct gc_domain *d, pid_t pid)
 {
-	int i, live = 0, free_i = -1;
+	int i, live = 0, dead = 0, free_i = -1;
 
 	for (i = 0; i < GC_MEMBERS; i++) {
 		pid_t m = d->j_members[i];
 
-		if (m && m != pid && !pid_alive(m))
+		if (m && m != pid && !pid_alive(m)) {
 			d->j_members[i] = m = 0;
+			dead++;
+		}
 		if (m == pid)
 			return true;
 		if (m)
@@ -255,8 +257,8 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 		else if (free_i < 0)
 			free_i = i;
 	}
-	if (!live) {
-		/* Nobody alive uses it: whatever it holds is stale. */
+	if (!live && dead) {
+		/* Only dead processes used it: whatever it holds is stale. */
 		gc_domain_reset_txns(d);
 		d->j_reclaims++;
 	}

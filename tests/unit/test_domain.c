@@ -1,0 +1,280 @@
+/* Shared-segment protocol: creation, attachment from another process,
+ * validation of bad segments (random bytes, truncated, wrong owner or mode,
+ * symlink), recovery from a lock owner that died, membership and reclaim.
+ * Uses made-up device numbers so real segments are never touched. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "journal/domain.h"
+#include "unit.h"
+
+GC_UNIT_GLOBALS;
+
+static uint64_t dev;
+static char path[128];
+
+static void setup(void)
+{
+	/* unique per test process: pid in the high bits */
+	dev = 0x7e57000000000000ULL | ((uint64_t)getpid() << 8);
+	gc_domain_path(path, sizeof(path), geteuid(), dev);
+	unlink(path);
+}
+
+static void teardown(void)
+{
+	unlink(path);
+}
+
+TestSuite(domain, .init = setup, .fini = teardown, .timeout = 30);
+
+static void write_file(const void *buf, size_t len, mode_t mode)
+{
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, mode);
+
+	cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+	fchmod(fd, mode);
+	close(fd);
+}
+
+Test(domain, create_is_private_0600_and_valid)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	struct stat st;
+
+	cr_assert_not_null(d, "attach: %s", why ? why : "?");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0600);
+	cr_expect_eq(st.st_uid, geteuid());
+	cr_expect_eq(st.st_size, (off_t)sizeof(struct gc_domain));
+	cr_expect_eq(d->j_magic, GC_DOM_MAGIC);
+	cr_expect_eq(d->j_shared, 1);
+	cr_expect_eq(d->j_dev, dev);
+}
+
+Test(domain, second_process_sees_the_same_memory)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	int st;
+	pid_t pid;
+
+	cr_assert_not_null(d);
+	d->j_seq = 4242;
+	pid = fork();
+	if (pid == 0) {
+		const char *w = NULL;
+		struct gc_domain *c = gc_domain_attach(dev, &w);
+
+		/* a fresh mapping of the same segment, not the inherited one */
+		_exit(c && c != d && c->j_seq == 4242 ? (c->j_seq = 77, 0) : 1);
+	}
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_expect_eq(d->j_seq, 77);
+}
+
+struct bad_case {
+	const char *name;
+	int kind; /* 0 random, 1 truncated, 2 empty-forever, 3 mode 0644, 4 symlink, 5 other owner */
+};
+
+static struct bad_case bad_cases[] = {
+	{ "random bytes", 0 }, { "truncated", 1 }, { "empty", 2 },
+	{ "group-readable", 3 }, { "symlink", 4 }, { "other owner", 5 },
+};
+
+ParameterizedTestParameters(domain, bad_segment_is_not_used)
+{
+	return cr_make_param_array(struct bad_case, bad_cases, ARRAY_LEN(bad_cases));
+}
+
+ParameterizedTest(struct bad_case *c, domain, bad_segment_is_not_used)
+{
+	size_t n = sizeof(struct gc_domain);
+	unsigned char *buf = malloc(n);
+	const char *why = NULL;
+	struct gc_domain *d;
+	size_t i;
+
+	cr_assert_not_null(buf);
+	srand(12345);
+	for (i = 0; i < n; i++)
+		buf[i] = (unsigned char)rand();
+	switch (c->kind) {
+	case 0:
+		write_file(buf, n, 0600);
+		break;
+	case 1: {
+		/* a valid segment cut short */
+		struct gc_domain *ok = gc_domain_attach(dev, &why);
+
+		cr_assert_not_null(ok);
+		cr_assert_eq(truncate(path, (off_t)n / 2), 0);
+		munmap(ok, n);
+		break;
+	}
+	case 2:
+		write_file(buf, 0, 0600);
+		break;
+	case 3: {
+		struct gc_domain *ok = gc_domain_attach(dev, &why);
+
+		cr_assert_not_null(ok);
+		cr_assert_eq(chmod(path, 0644), 0);
+		break;
+	}
+	case 4: {
+		char target[160];
+
+		snprintf(target, sizeof(target), "%s.target", path);
+		unlink(target);
+		cr_assert_not_null(gc_domain_attach(dev, &why));
+		cr_assert_eq(rename(path, target), 0);
+		cr_assert_eq(symlink(target, path), 0);
+		break;
+	}
+	case 5:
+		if (geteuid() != 0)
+			cr_skip_test("needs root to chown the segment to another user");
+		write_file(buf, 0, 0600);
+		cr_assert_eq(truncate(path, (off_t)n), 0);
+		cr_assert_eq(chown(path, 65534, 65534), 0);
+		break;
+	}
+	why = NULL;
+	d = gc_domain_attach(dev, &why);
+	cr_expect_null(d, "%s: a bad segment was accepted", c->name);
+	cr_expect_not_null(why, "%s: no reason given", c->name);
+	if (c->kind == 4) {
+		char target[160];
+
+		snprintf(target, sizeof(target), "%s.target", path);
+		unlink(target);
+	}
+	free(buf);
+}
+
+Test(domain, dead_lock_owner_is_recovered)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	uint32_t gen;
+	int st;
+	pid_t pid;
+
+	cr_assert_not_null(d);
+	d->j_running = 1;
+	d->j_txns[1].t_state = T_RUNNING;
+	gen = d->j_gen;
+	pid = fork();
+	if (pid == 0) {
+		gc_domain_lock(d);
+		kill(getpid(), SIGKILL); /* dies holding the lock */
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	cr_assert(WIFSIGNALED(st));
+	cr_assert(gc_domain_lock(d), "lock not recovered");
+	cr_expect_eq(d->j_gen, gen + 1, "generation not bumped");
+	cr_expect_eq(d->j_recoveries, 1);
+	cr_expect_eq(d->j_running, GC_NONE);
+	cr_expect_eq(d->j_txns[1].t_state, T_FREE);
+	gc_domain_unlock(d);
+	/* and it keeps working */
+	cr_assert(gc_domain_lock(d));
+	gc_domain_unlock(d);
+}
+
+Test(domain, members_reaped_and_stale_segment_reclaimed)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	uint32_t gen;
+	int st;
+	pid_t pid;
+
+	cr_assert_not_null(d);
+	pid = fork();
+	if (pid == 0) {
+		gc_domain_lock(d);
+		gc_domain_join(d, getpid());
+		d->j_running = 2;
+		d->j_txns[2].t_state = T_RUNNING;
+		gc_domain_unlock(d);
+		_exit(0); /* leaves without saying so */
+	}
+	waitpid(pid, &st, 0);
+	gen = d->j_gen;
+	cr_assert(gc_domain_lock(d));
+	/* the only member is dead: joining resets the stale state */
+	cr_assert(gc_domain_join(d, getpid()));
+	cr_expect_eq(d->j_reclaims, 1);
+	cr_expect_eq(d->j_gen, gen + 1);
+	cr_expect_eq(d->j_running, GC_NONE);
+	/* the dead pid is gone from the table, we are in it */
+	{
+		int i, me = 0, dead = 0;
+
+		for (i = 0; i < GC_MEMBERS; i++) {
+			me += d->j_members[i] == getpid();
+			dead += d->j_members[i] == pid;
+		}
+		cr_expect_eq(me, 1);
+		cr_expect_eq(dead, 0);
+	}
+	cr_expect(gc_domain_leave(d, getpid()), "last member should be told so");
+	gc_domain_unlock(d);
+}
+
+Test(domain, live_members_are_not_reclaimed)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	int p[2], st;
+	char c;
+	pid_t pid;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		gc_domain_lock(d);
+		gc_domain_join(d, getpid());
+		gc_domain_unlock(d);
+		close(p[1]);
+		read(p[0], &c, 1); /* stay alive until the parent is done */
+		_exit(0);
+	}
+	close(p[0]);
+	usleep(100000);
+	cr_assert(gc_domain_lock(d));
+	cr_assert(gc_domain_join(d, getpid()));
+	cr_expect_eq(d->j_reclaims, 0, "a live member's segment was reset");
+	cr_expect_not(gc_domain_leave(d, getpid()), "a member is still alive");
+	gc_domain_unlock(d);
+	close(p[1]);
+	waitpid(pid, &st, 0);
+}
+
+Test(domain, private_domain_is_not_shared)
+{
+	struct gc_domain *d = gc_domain_private(dev);
+	struct stat st;
+
+	cr_assert_not_null(d);
+	cr_expect_eq(d->j_shared, 0);
+	cr_expect_neq(stat(path, &st), 0, "a private domain created a segment");
+}
