@@ -1,0 +1,74 @@
+# End-to-end tests: spy preloads, the durability checker, small programs run
+# under LD_PRELOAD, and the Criterion suites that spawn them.
+E2E      := $(B)/tests/e2e
+E2E_PROG_SRCS := $(filter-out tests/e2e/progs/libctor.c tests/e2e/progs/ctorprog.c, \
+		 $(wildcard tests/e2e/progs/*.c))
+E2E_PROGS := $(E2E_PROG_SRCS:tests/e2e/progs/%.c=$(E2E)/progs/%) \
+	     $(E2E)/progs/libctor.so $(E2E)/progs/ctorprog
+E2E_TOOLS := $(E2E)/spy_outer.so $(E2E)/spy_inner.so $(E2E)/spycheck $(E2E)/cheat.so
+E2E_SUITE_SRCS := $(wildcard tests/e2e/test_*.c)
+E2E_SUITES := $(E2E_SUITE_SRCS:%.c=$(B)/%)
+# Programs must call exactly the symbols they name: no fortify redirection
+# (open -> __open_2) and no 64-bit offset renaming (open -> open64).
+E2E_PCFLAGS := $(CPPFLAGS) $(CFLAGS) $(WARN) -U_FORTIFY_SOURCE -U_FILE_OFFSET_BITS
+
+$(E2E)/spy_outer.so: tests/e2e/spy.c tests/e2e/spy.h
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -fvisibility=hidden -shared -DSPY_OUTER \
+		-MMD -MP -MF $@.d -o $@ $< -ldl
+
+$(E2E)/spy_inner.so: tests/e2e/spy.c tests/e2e/spy.h
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -fvisibility=hidden -shared -DSPY_INNER \
+		-MMD -MP -MF $@.d -o $@ $< -ldl
+
+# A sync layer with chosen faults: the checker must catch every one.
+$(E2E)/cheat.so: tests/e2e/cheat.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -fvisibility=hidden -shared \
+		-MMD -MP -MF $@.d -o $@ $< -ldl
+
+$(E2E)/spycheck: tests/e2e/spycheck_main.c tests/e2e/spycheck.c tests/e2e/spy.h
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -MF $@.d -o $@ \
+		tests/e2e/spycheck_main.c tests/e2e/spycheck.c
+
+$(E2E)/progs/%: tests/e2e/progs/%.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
+
+# A library whose constructor does synchronous I/O before main (and possibly
+# before the preloaded library's own constructor) runs.
+$(E2E)/progs/libctor.so: tests/e2e/progs/libctor.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -shared -MMD -MP -MF $@.d -o $@ $<
+
+$(E2E)/progs/ctorprog: tests/e2e/progs/ctorprog.c $(E2E)/progs/libctor.so
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		-L$(E2E)/progs -lctor '-Wl,-rpath,$$ORIGIN'
+
+# One command compiles several sources, so -MMD records only the last one's
+# headers: the suites' own includes are listed here.
+$(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
+		tests/e2e/spycheck.c tests/e2e/spy.h shim/syms.def core/stats.h \
+		| $(E2E_PROGS) $(E2E_TOOLS)
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(CRIT_CFLAGS) -DE2E_BUILD='"$(B)"' \
+		-MMD -MP -MF $@.d -o $@ $< tests/e2e/e2e.c tests/e2e/spycheck.c \
+		$(CRIT_LIBS) -lpthread
+
+e2e: $(E2E_SUITES) $(LIB)
+	$(Q)bash tests/run.sh $(E2E_SUITES)
+
+ALL_BINS += $(E2E_TOOLS) $(E2E_PROGS) $(E2E_SUITES)
+TEST_SUITES += $(E2E_SUITES)
+.PHONY: e2e

@@ -1,0 +1,344 @@
+/* Spy preload for the end-to-end tests, built twice: SPY_OUTER (before the
+ * library) logs the program's sync requests, SPY_INNER (after it) logs the
+ * real calls the library issues and can inject EIO or delay into them. */
+
+/* Env: SPY_LOG=path (nothing is logged without it); inner only:
+ * SPY_EIO_NTH=K, SPY_EIO_EVERY=K, SPY_DELAY_US=N. */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/spy.h"
+
+#if defined(SPY_OUTER) == defined(SPY_INNER)
+#error "build with exactly one of -DSPY_OUTER or -DSPY_INNER"
+#endif
+#ifdef SPY_OUTER
+#define SPY_ME SPY_PROG
+#else
+#define SPY_ME SPY_REAL
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef ssize_t (*pwrite64_fn)(int, const void *, size_t, off64_t);
+typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
+typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
+typedef ssize_t (*pwritev64_fn)(int, const struct iovec *, int, off64_t);
+typedef ssize_t (*pwritev2_fn)(int, const struct iovec *, int, off_t, int);
+typedef ssize_t (*pwritev64v2_fn)(int, const struct iovec *, int, off64_t, int);
+typedef int (*sync_fn)(int);
+typedef int (*fcntl_fn)(int, int, ...);
+
+/* Resolved in the constructor, or on first use when another library's
+ * constructor calls us before ours ran. Racing resolvers store the same value. */
+static struct {
+	write_fn write;
+	pwrite_fn pwrite;
+	pwrite64_fn pwrite64;
+	writev_fn writev;
+	pwritev_fn pwritev;
+	pwritev64_fn pwritev64;
+	pwritev2_fn pwritev2;
+	pwritev64v2_fn pwritev64v2;
+	sync_fn fsync;
+	sync_fn fdatasync;
+	fcntl_fn fcntl;
+} next;
+
+static const char *spy_log_path;
+static int spy_env_done;
+#ifdef SPY_INNER
+static unsigned long spy_eio_nth, spy_eio_every, spy_delay_us;
+static unsigned long spy_real_syncs;	/* real fsync/fdatasync on regular files */
+#endif
+
+#define RESOLVE(name)                                                        \
+	({                                                                   \
+		if (!__atomic_load_n(&next.name, __ATOMIC_ACQUIRE))          \
+			__atomic_store_n(&next.name, dlsym(RTLD_NEXT, #name), \
+					 __ATOMIC_RELEASE);                  \
+		next.name;                                                   \
+	})
+
+static unsigned long env_ulong(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoul(v, NULL, 10) : 0;
+}
+
+/* Environment is read once; a signal handler never gets here first because
+ * every program makes a plain call before it arms a handler. */
+static void spy_env(void)
+{
+	if (__atomic_load_n(&spy_env_done, __ATOMIC_ACQUIRE))
+		return;
+	spy_log_path = getenv("SPY_LOG");
+#ifdef SPY_INNER
+	spy_eio_nth = env_ulong("SPY_EIO_NTH");
+	spy_eio_every = env_ulong("SPY_EIO_EVERY");
+	spy_delay_us = env_ulong("SPY_DELAY_US");
+#else
+	(void)env_ulong;
+#endif
+	__atomic_store_n(&spy_env_done, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void spy_ctor(void)
+{
+	spy_env();
+	RESOLVE(write);
+	RESOLVE(pwrite);
+	RESOLVE(pwrite64);
+	RESOLVE(writev);
+	RESOLVE(pwritev);
+	RESOLVE(pwritev64);
+	RESOLVE(pwritev2);
+	RESOLVE(pwritev64v2);
+	RESOLVE(fsync);
+	RESOLVE(fdatasync);
+	RESOLVE(fcntl);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The log is opened per record with raw syscalls: nothing of ours is ever
+ * seen by the library, and no descriptor of ours can be closed, dup2'ed over
+ * or inherited by the program. */
+static void spy_emit(const struct spy_rec *r)
+{
+	long fd;
+
+	if (!spy_log_path)
+		return;
+	fd = syscall(SYS_openat, AT_FDCWD, spy_log_path,
+		     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	syscall(SYS_write, (int)fd, r, sizeof(*r));
+	syscall(SYS_close, (int)fd);
+}
+
+struct spy_call {
+	struct spy_rec c_rec;
+	bool c_on;
+};
+
+/* Starts a record. @regular_only: writes matter only on regular files. */
+static void spy_begin(struct spy_call *c, int fd, int kind, bool regular_only)
+{
+	struct stat st;
+	int saved = errno;
+
+	memset(c, 0, sizeof(*c));
+	spy_env();
+	if (fstat(fd, &st) == 0) {
+		if (regular_only && !S_ISREG(st.st_mode)) {
+			errno = saved;
+			return;
+		}
+		c->c_rec.r_dev = st.st_dev;
+		c->c_rec.r_ino = st.st_ino;
+	} else if (regular_only) {
+		errno = saved;
+		return;
+	}
+	c->c_on = true;
+	c->c_rec.r_magic = SPY_MAGIC;
+	c->c_rec.r_role = SPY_ME;
+	c->c_rec.r_kind = (uint8_t)kind;
+	c->c_rec.r_pid = (int32_t)getpid();
+	c->c_rec.r_tid = (int32_t)syscall(SYS_gettid);
+	c->c_rec.r_fd = fd;
+	errno = saved;
+	c->c_rec.r_start_ns = now_ns();
+}
+
+static void spy_end(struct spy_call *c, long ret)
+{
+	int saved = errno;
+
+	if (!c->c_on)
+		return;
+	c->c_rec.r_end_ns = now_ns();
+	c->c_rec.r_ret = ret;
+	c->c_rec.r_errno = ret < 0 ? saved : 0;
+	spy_emit(&c->c_rec);
+	errno = saved;
+}
+
+/* What a write to @fd with pwritev2 @rwf must guarantee: 0 (nothing),
+ * SPY_WRITE_DSYNC or SPY_WRITE_SYNC. The outer spy asks fcntl through the
+ * library (what the program sees); the inner one asks the kernel. */
+static int spy_write_kind(int fd, int rwf)
+{
+	int saved = errno, fl, kind = 0;
+
+#ifdef SPY_OUTER
+	fcntl_fn f = RESOLVE(fcntl);
+
+	fl = f ? f(fd, F_GETFL) : -1;
+#else
+	fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+#endif
+	errno = saved;
+	if (fl >= 0 && (fl & O_DSYNC))
+		kind = (fl & O_SYNC) == O_SYNC ? SPY_WRITE_SYNC : SPY_WRITE_DSYNC;
+	if (rwf & RWF_SYNC)
+		kind = SPY_WRITE_SYNC;
+	else if ((rwf & RWF_DSYNC) && !kind)
+		kind = SPY_WRITE_DSYNC;
+	return kind;
+}
+
+#define SPY_WRITE(call, fd, rwf)                                         \
+	({                                                               \
+		struct spy_call c_;                                      \
+		int k_ = spy_write_kind(fd, rwf);                        \
+		ssize_t r_;                                              \
+		if (k_)                                                  \
+			spy_begin(&c_, fd, k_, true);                    \
+		r_ = call;                                               \
+		if (k_)                                                  \
+			spy_end(&c_, r_);                                \
+		r_;                                                      \
+	})
+
+#define NEXT_OR_ENOSYS(name)                                             \
+	do {                                                             \
+		if (!RESOLVE(name)) {                                    \
+			errno = ENOSYS;                                  \
+			return -1;                                       \
+		}                                                        \
+	} while (0)
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	NEXT_OR_ENOSYS(write);
+	return SPY_WRITE(next.write(fd, buf, n), fd, 0);
+}
+
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	NEXT_OR_ENOSYS(pwrite);
+	return SPY_WRITE(next.pwrite(fd, buf, n, off), fd, 0);
+}
+
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	NEXT_OR_ENOSYS(pwrite64);
+	return SPY_WRITE(next.pwrite64(fd, buf, n, off), fd, 0);
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	NEXT_OR_ENOSYS(writev);
+	return SPY_WRITE(next.writev(fd, iov, cnt), fd, 0);
+}
+
+EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	NEXT_OR_ENOSYS(pwritev);
+	return SPY_WRITE(next.pwritev(fd, iov, cnt, off), fd, 0);
+}
+
+EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	NEXT_OR_ENOSYS(pwritev64);
+	return SPY_WRITE(next.pwritev64(fd, iov, cnt, off), fd, 0);
+}
+
+EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+			int flags)
+{
+	NEXT_OR_ENOSYS(pwritev2);
+	return SPY_WRITE(next.pwritev2(fd, iov, cnt, off, flags), fd, flags);
+}
+
+EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
+			   off64_t off, int flags)
+{
+	NEXT_OR_ENOSYS(pwritev64v2);
+	return SPY_WRITE(next.pwritev64v2(fd, iov, cnt, off, flags), fd, flags);
+}
+
+#ifdef SPY_INNER
+/* Injected faults apply to real syncs of regular files only, so a test can
+ * name "the K-th real sync" without counting its pipes. */
+static bool spy_fault(int fd, int *err)
+{
+	struct stat st;
+	unsigned long n;
+	int saved = errno;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		errno = saved;
+		return false;
+	}
+	errno = saved;
+	n = __atomic_add_fetch(&spy_real_syncs, 1, __ATOMIC_RELAXED);
+	if (spy_delay_us) {
+		/* Raw syscall: the delay must not add a cancellation point. */
+		struct timespec ts = { spy_delay_us / 1000000,
+				       (long)(spy_delay_us % 1000000) * 1000 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
+	if ((spy_eio_nth && n == spy_eio_nth) ||
+	    (spy_eio_every && n % spy_eio_every == 0)) {
+		*err = EIO;
+		return true;
+	}
+	return false;
+}
+#endif
+
+static int spy_sync(int fd, sync_fn fn, int kind)
+{
+	struct spy_call c;
+	int ret;
+
+	spy_begin(&c, fd, kind, false);
+#ifdef SPY_INNER
+	int err;
+
+	if (spy_fault(fd, &err)) {
+		errno = err;
+		ret = -1;
+	} else
+#endif
+		ret = fn(fd);
+	spy_end(&c, ret);
+	return ret;
+}
+
+EXPORT int fsync(int fd)
+{
+	NEXT_OR_ENOSYS(fsync);
+	return spy_sync(fd, next.fsync, SPY_FSYNC);
+}
+
+EXPORT int fdatasync(int fd)
+{
+	NEXT_OR_ENOSYS(fdatasync);
+	return spy_sync(fd, next.fdatasync, SPY_FDATASYNC);
+}

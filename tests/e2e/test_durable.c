@@ -1,0 +1,396 @@
+/* The durability rule checked from outside: every policy and sync route,
+ * 1-16 threads, shared file and file per thread, several processes;
+ * batching where it must happen; injected EIO reaches exactly its requests. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/e2e/e2e.h"
+
+TestSuite(durable, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
+
+struct policy {
+	const char *name;
+	const char *env[4];
+};
+
+static const struct policy policies[] = {
+	{ "adaptive", { "LIBGC_POLICY=adaptive", NULL } },
+	{ "none", { "LIBGC_POLICY=none", NULL } },
+	{ "fixed", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=300", NULL } },
+	{ "jbd2", { "LIBGC_POLICY=jbd2", NULL } },
+	{ "siblings", { "LIBGC_POLICY=siblings", "LIBGC_WAIT_US=300", "LIBGC_SIBLINGS=2", NULL } },
+};
+#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
+
+static const struct policy *policy(const char *name)
+{
+	for (size_t i = 0; i < NPOLICIES; i++)
+		if (!strcmp(policies[i].name, name))
+			return &policies[i];
+	cr_assert_fail("no policy %s", name);
+	return NULL;
+}
+
+/* Policy variables plus @extra, in one NULL-terminated list. */
+static const char **envs(const struct policy *p, const char *const *extra)
+{
+	static const char *all[16];
+	size_t k = 0;
+
+	for (const char *const *e = p->env; *e; e++)
+		all[k++] = *e;
+	for (const char *const *e = extra; e && *e; e++)
+		all[k++] = *e;
+	all[k] = NULL;
+	return all;
+}
+
+static size_t real_syncs(const struct spy_summary *s)
+{
+	return s->s_real_by_kind[SPY_FSYNC] + s->s_real_by_kind[SPY_FDATASYNC];
+}
+
+static size_t real_sync_writes(const struct spy_summary *s)
+{
+	return s->s_real_by_kind[SPY_WRITE_SYNC] + s->s_real_by_kind[SPY_WRITE_DSYNC];
+}
+
+/* One durable run between the spies, with the checks every run must pass. */
+static void durable_case(const struct policy *p, const char *const *extra,
+			 const char *mode, const char *layout, int threads,
+			 int procs, int count, struct spy_summary *s)
+{
+	char t[16], pr[16], n[16], what[160];
+	const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", mode,
+			       "-f", layout, "-t", t, "-p", pr, "-n", n, NULL };
+	long want = (long)threads * procs * count;
+	struct e2e_run r;
+
+	snprintf(t, sizeof(t), "%d", threads);
+	snprintf(pr, sizeof(pr), "%d", procs);
+	snprintf(n, sizeof(n), "%d", count);
+	snprintf(what, sizeof(what), "policy=%s mode=%s layout=%s threads=%d procs=%d",
+		 p->name, mode, layout, threads, procs);
+	e2e_run_spied(&r, s, PRE_SPY_GC, envs(p, extra), 90, argv, what);
+	e2e_expect_ok(&r, what);
+	cr_expect_eq(e2e_out_long(r.out, "ok"), want, "%s: %s", what, r.out);
+	cr_expect_eq(s->s_violations, 0, "%s: %zu requests reported durable without a covering real call",
+		     what, s->s_violations);
+	cr_expect_eq(s->s_prog, (size_t)want, "%s: the outer spy saw %zu sync requests, want %ld",
+		     what, s->s_prog, want);
+	cr_expect_eq(s->s_real_fail + s->s_unexplained_fail + s->s_bad, 0, "%s", what);
+	cr_expect(real_syncs(s) + real_sync_writes(s) <= s->s_prog,
+		  "%s: %zu real calls for %zu requests", what,
+		  real_syncs(s) + real_sync_writes(s), s->s_prog);
+	e2e_run_free(&r);
+}
+
+/* Parameters are copied into each test's process: no pointers in them. */
+struct matrix_param {
+	char policy[16];
+	char mode[16];
+};
+
+ParameterizedTestParameters(durable, matrix)
+{
+	static struct matrix_param params[] = {
+#define ROW(p) { p, "fsync" }, { p, "fdatasync" }, { p, "odsync" }, \
+	       { p, "osync" }, { p, "rwf_dsync" }, { p, "rwf_sync" }
+		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+#undef ROW
+	};
+
+	return cr_make_param_array(struct matrix_param, params,
+				   sizeof(params) / sizeof(params[0]));
+}
+
+/* 1, 2, 4, 8, 16 threads on one shared file and on a file each. */
+ParameterizedTest(struct matrix_param *mp, durable, matrix)
+{
+	static const char *const layouts[] = { "shared", "each" };
+	static const int threads[] = { 1, 2, 4, 8, 16 };
+	const struct policy *p = policy(mp->policy);
+	bool converted = strcmp(mp->mode, "fsync") && strcmp(mp->mode, "fdatasync");
+
+	for (size_t l = 0; l < 2; l++)
+		for (size_t t = 0; t < 5; t++) {
+			struct spy_summary s;
+			int n = 32 / threads[t] > 2 ? 32 / threads[t] : 2;
+
+			durable_case(p, NULL, mp->mode, layouts[l], threads[t], 1, n, &s);
+			if (converted)
+				cr_expect(real_sync_writes(&s) == 0 && real_syncs(&s) > 0,
+					  "%s %s %d threads: LIBGC_OSYNC=convert left %zu kernel-synchronous writes (real syncs %zu)",
+					  mp->mode, layouts[l], threads[t],
+					  real_sync_writes(&s), real_syncs(&s));
+			if (!strcmp(mp->policy, "none"))
+				cr_expect_eq(real_syncs(&s) + real_sync_writes(&s), s.s_prog,
+					     "policy none: %zu real calls for %zu requests",
+					     real_syncs(&s) + real_sync_writes(&s), s.s_prog);
+		}
+}
+
+/* The same on a slow device (each real sync takes 2 ms more, inside the
+ * inner spy), so that every policy really waits and forms transactions. */
+ParameterizedTestParameters(durable, slow_device)
+{
+	static struct matrix_param params[] = {
+#define ROW(p) { p, "fsync" }, { p, "odsync" }
+		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+#undef ROW
+	};
+
+	return cr_make_param_array(struct matrix_param, params,
+				   sizeof(params) / sizeof(params[0]));
+}
+
+ParameterizedTest(struct matrix_param *mp, durable, slow_device)
+{
+	static const char *const slow[] = { "SPY_DELAY_US=2000", NULL };
+	static const char *const layouts[] = { "shared", "each" };
+	static const int threads[] = { 1, 4, 16 };
+	const struct policy *p = policy(mp->policy);
+
+	for (size_t l = 0; l < 2; l++)
+		for (size_t t = 0; t < 3; t++) {
+			struct spy_summary s;
+
+			durable_case(p, slow, mp->mode, layouts[l], threads[t], 1,
+				     threads[t] == 1 ? 8 : 3, &s);
+			if (!strcmp(layouts[l], "shared") && threads[t] == 16)
+				cr_log_info("slow device, policy %s, %s, 16 threads on one file: %zu real calls for %zu requests",
+					    p->name, mp->mode, real_syncs(&s), s.s_prog);
+		}
+}
+
+/* A descriptor shared by all threads, and several processes on one file
+ * (sharing commits between processes, and each process on its own). */
+Test(durable, shared_descriptor_and_processes)
+{
+	static const char *const private_domains[] = { "LIBGC_SHARE=process", NULL };
+	static const char *const modes[] = { "fsync", "fdatasync", "odsync", "rwf_dsync" };
+	struct spy_summary s;
+
+	for (size_t m = 0; m < 4; m++) {
+		durable_case(policy("adaptive"), NULL, modes[m], "sharedfd", 8, 1, 4, &s);
+		durable_case(policy("fixed"), NULL, modes[m], "sharedfd", 8, 1, 4, &s);
+		durable_case(policy("adaptive"), NULL, modes[m], "shared", 2, 4, 4, &s);
+		durable_case(policy("fixed"), NULL, modes[m], "shared", 2, 4, 4, &s);
+		durable_case(policy("jbd2"), NULL, modes[m], "each", 2, 3, 4, &s);
+		durable_case(policy("fixed"), private_domains, modes[m], "shared", 2, 4, 4, &s);
+	}
+}
+
+/* More handles than a transaction holds (128) on one file, and more inodes
+ * than it holds (64): the overflow must still be made durable. */
+Test(durable, more_requests_than_a_transaction_holds)
+{
+	static const struct policy fixed2ms = {
+		"fixed-2ms", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL } };
+	struct spy_summary s;
+
+	durable_case(&fixed2ms, NULL, "fsync", "shared", 16, 10, 3, &s);
+	durable_case(&fixed2ms, NULL, "odsync", "shared", 16, 10, 3, &s);
+	durable_case(&fixed2ms, NULL, "fdatasync", "each", 16, 5, 3, &s);
+}
+
+/* With a 2 ms window, 8 threads on one file must share real calls. */
+Test(durable, fixed_wait_batches)
+{
+	static const char *const modes[] = { "fsync", "fdatasync", "odsync", "rwf_dsync" };
+	static const struct policy fixed2ms = {
+		"fixed-2ms", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL } };
+	struct spy_summary s;
+
+	for (size_t m = 0; m < 4; m++) {
+		durable_case(&fixed2ms, NULL, modes[m], "shared", 8, 1, 8, &s);
+		cr_expect(real_syncs(&s) < s.s_prog,
+			  "%s: no batching: %zu real calls for %zu requests", modes[m],
+			  real_syncs(&s), s.s_prog);
+		durable_case(&fixed2ms, NULL, modes[m], "sharedfd", 8, 1, 8, &s);
+		cr_expect(real_syncs(&s) < s.s_prog,
+			  "%s sharedfd: no batching: %zu real calls for %zu requests",
+			  modes[m], real_syncs(&s), s.s_prog);
+	}
+}
+
+/* The exit report agrees with what the spies saw. */
+Test(durable, report_matches_the_spies)
+{
+	static const struct policy fixed2ms = {
+		"fixed-2ms", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL } };
+	const char *report = e2e_path("report");
+	char *repenv;
+	const char *extra[] = { NULL, NULL };
+	unsigned long long v, commits, batched;
+	struct spy_summary s;
+	char *text;
+
+	cr_assert(asprintf(&repenv, "LIBGC_REPORT=%s", report) > 0);
+	extra[0] = repenv;
+	durable_case(&fixed2ms, extra, "fsync", "shared", 8, 1, 8, &s);
+	text = e2e_slurp(report);
+	cr_assert_eq(e2e_report_lines(text), 1, "report:\n%s", text);
+	cr_expect(e2e_report_get(text, 0, "req_fsync", &v) && v == s.s_prog,
+		  "req_fsync=%llu, the program made %zu", v, s.s_prog);
+	cr_expect(e2e_report_get(text, 0, "real_fsync", &v) && v == s.s_real_by_kind[SPY_FSYNC],
+		  "real_fsync=%llu, the inner spy saw %zu", v, s.s_real_by_kind[SPY_FSYNC]);
+	cr_expect(e2e_report_get(text, 0, "commits", &commits) &&
+		  e2e_report_get(text, 0, "batched", &batched) && commits < batched,
+		  "commits=%llu batched=%llu: no transaction carried two handles",
+		  commits, batched);
+	free(text);
+
+	remove(report);
+	durable_case(&fixed2ms, extra, "odsync", "shared", 8, 1, 8, &s);
+	text = e2e_slurp(report);
+	cr_expect(e2e_report_get(text, 0, "req_osync", &v) && v == s.s_prog,
+		  "req_osync=%llu, the program made %zu", v, s.s_prog);
+	cr_expect(e2e_report_get(text, 0, "real_fdatasync", &v) &&
+		  v == s.s_real_by_kind[SPY_FDATASYNC],
+		  "real_fdatasync=%llu, the inner spy saw %zu", v,
+		  s.s_real_by_kind[SPY_FDATASYNC]);
+	free(repenv);
+}
+
+/* LIBGC_OSYNC=keep: the kernel keeps the flag and syncs each write itself. */
+Test(durable, osync_keep_leaves_the_flag)
+{
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+	static const char *const modes[] = { "odsync", "osync", "rwf_dsync", "rwf_sync" };
+	struct spy_summary s;
+
+	for (size_t m = 0; m < 4; m++) {
+		durable_case(policy("adaptive"), keep, modes[m], "shared", 4, 1, 6, &s);
+		cr_expect_eq(real_sync_writes(&s), s.s_prog,
+			     "%s keep: %zu kernel-synchronous writes for %zu requests",
+			     modes[m], real_sync_writes(&s), s.s_prog);
+	}
+}
+
+/* Staging before a multi-inode commit, forced on and off. */
+Test(durable, stage_modes)
+{
+	static const char *const always[] = { "LIBGC_STAGE=always", NULL };
+	static const char *const never[] = { "LIBGC_STAGE=never", NULL };
+	struct spy_summary s;
+
+	durable_case(policy("fixed"), always, "fsync", "each", 8, 1, 4, &s);
+	durable_case(policy("fixed"), always, "odsync", "each", 8, 1, 4, &s);
+	durable_case(policy("fixed"), never, "fdatasync", "each", 8, 1, 4, &s);
+	durable_case(policy("adaptive"), always, "fdatasync", "shared", 8, 1, 4, &s);
+}
+
+struct eio_param {
+	char policy[16];
+	char mode[16];
+};
+
+ParameterizedTestParameters(durable, eio)
+{
+	static struct eio_param params[] = {
+#define ROW(p) { p, "fsync" }, { p, "fdatasync" }, { p, "odsync" }
+		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+#undef ROW
+	};
+
+	return cr_make_param_array(struct eio_param, params,
+				   sizeof(params) / sizeof(params[0]));
+}
+
+/* The K-th real sync fails (K = 1, 2, 5: the first commit, one formed while
+ * a commit was in flight, a later one): every request it covered fails with
+ * EIO, no request succeeds without a successful covering call, and nothing
+ * else fails. */
+ParameterizedTest(struct eio_param *ep, durable, eio)
+{
+	static const struct policy fixed2ms = {
+		"fixed", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL } };
+	static const char *const nth[] = { "SPY_EIO_NTH=1", "SPY_EIO_NTH=2", "SPY_EIO_NTH=5" };
+	const struct policy *p = strcmp(ep->policy, "fixed") ? policy(ep->policy) : &fixed2ms;
+	const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", ep->mode,
+			       "-f", "shared", "-t", "8", "-n", "6", "-e", NULL };
+
+	for (size_t k = 0; k < 3; k++) {
+		const char *inject[] = { nth[k], NULL };
+		struct spy_summary s;
+		struct e2e_run r;
+		char what[128];
+
+		snprintf(what, sizeof(what), "%s policy=%s mode=%s", nth[k], ep->policy, ep->mode);
+		e2e_run_spied(&r, &s, PRE_SPY_GC, envs(p, inject), 60, argv, what);
+		e2e_expect_ok(&r, what);
+		cr_expect_eq(s.s_real_fail, 1, "%s: %zu real calls failed, want the one injected",
+			     what, s.s_real_fail);
+		cr_expect(s.s_prog_eio >= 1, "%s: the injected EIO reached no request", what);
+		cr_expect_eq(s.s_violations, 0, "%s: %zu requests succeeded without a successful covering call",
+			     what, s.s_violations);
+		cr_expect_eq(s.s_unexplained_fail, 0, "%s: EIO reported with no failed real call in the window",
+			     what);
+		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: failures other than EIO", what);
+		cr_expect_eq(e2e_out_long(r.out, "eio"), (long)s.s_prog_eio,
+			     "%s: the program counted %ld EIO, the spy %zu", what,
+			     e2e_out_long(r.out, "eio"), s.s_prog_eio);
+		/* Direct calls: the one failed call belongs to one request, and
+		 * a retry after EIO would show as no failure at all. */
+		if (!strcmp(ep->policy, "none"))
+			cr_expect_eq(s.s_prog_eio, 1, "%s: direct calls: one failure for one request",
+				     what);
+		e2e_run_free(&r);
+	}
+}
+
+/* Processes on one file, each failing its own second real call. */
+Test(durable, eio_across_processes)
+{
+	static const struct policy fixed2ms = {
+		"fixed", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL } };
+	static const char *const inject[] = { "SPY_EIO_NTH=2", NULL };
+	static const char *const modes[] = { "fsync", "odsync" };
+
+	for (size_t m = 0; m < 2; m++) {
+		const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", modes[m],
+				       "-f", "shared", "-p", "4", "-t", "2", "-n", "6",
+				       "-e", NULL };
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, envs(&fixed2ms, inject), 60, argv, modes[m]);
+		e2e_expect_ok(&r, modes[m]);
+		cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
+			  modes[m], s.s_real_fail, s.s_prog_eio);
+		cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0, "%s", modes[m]);
+		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s", modes[m]);
+		e2e_run_free(&r);
+	}
+}
+
+/* Repeated failures while transactions keep forming. */
+Test(durable, eio_every_third_real_call)
+{
+	static const char *const inject[] = { "SPY_EIO_EVERY=3", NULL };
+	static const char *const modes[] = { "fsync", "odsync" };
+	static const char *const layouts[] = { "shared", "each" };
+
+	for (size_t m = 0; m < 2; m++)
+		for (size_t l = 0; l < 2; l++) {
+			const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(),
+					       "-m", modes[m], "-f", layouts[l], "-t", "6",
+					       "-n", "8", "-e", NULL };
+			struct spy_summary s;
+			struct e2e_run r;
+			char what[96];
+
+			snprintf(what, sizeof(what), "EIO every 3rd %s %s", modes[m], layouts[l]);
+			e2e_run_spied(&r, &s, PRE_SPY_GC, envs(policy("adaptive"), inject),
+				      60, argv, what);
+			e2e_expect_ok(&r, what);
+			cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
+				  what, s.s_real_fail, s.s_prog_eio);
+			cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0, "%s", what);
+			cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s", what);
+			e2e_run_free(&r);
+		}
+}

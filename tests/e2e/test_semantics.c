@@ -1,0 +1,282 @@
+/* What a program can observe besides durability: errno and error results as
+ * on the bare kernel, F_GETFL and the sync flag across dup/close/reuse/exec,
+ * LIBGC_DISABLE as a pass-through, and one clear line per bad variable. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/e2e/e2e.h"
+
+TestSuite(semantics, .init = e2e_setup, .fini = e2e_teardown, .timeout = 60);
+
+/* Reports the first line where @a and @b differ. */
+static void expect_same_lines(const char *a, const char *b, const char *what)
+{
+	const char *pa = a, *pb = b;
+	int line = 1;
+
+	while (*pa && *pb) {
+		size_t la = strcspn(pa, "\n"), lb = strcspn(pb, "\n");
+
+		if (la != lb || strncmp(pa, pb, la)) {
+			cr_expect_fail("%s: line %d differs:\n  bare:    %.*s\n  library: %.*s",
+				       what, line, (int)la, pa, (int)lb, pb);
+			return;
+		}
+		pa += la + (pa[la] == '\n');
+		pb += lb + (pb[lb] == '\n');
+		line++;
+	}
+	cr_expect(!*pa && !*pb, "%s: outputs differ in length at line %d", what, line);
+}
+
+Test(semantics, errors_and_errno_match_the_bare_kernel)
+{
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+	static const char *const fixed[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=500", NULL };
+	const char *argv[] = { e2e_prog("errnos"), e2e_dir(), NULL };
+	struct e2e_run bare, lib;
+
+	e2e_run(&bare, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&bare, "errnos, bare");
+	cr_assert(strstr(bare.out, "failures=0"), "the bare kernel itself disagrees:\n%s", bare.err);
+
+	e2e_run(&lib, PRE_GC, NULL, 30, argv);
+	e2e_expect_ok(&lib, "errnos under the library");
+	expect_same_lines(bare.out, lib.out, "errnos (default settings)");
+	e2e_run_free(&lib);
+
+	e2e_run(&lib, PRE_GC, keep, 30, argv);
+	e2e_expect_ok(&lib, "errnos, LIBGC_OSYNC=keep");
+	expect_same_lines(bare.out, lib.out, "errnos (LIBGC_OSYNC=keep)");
+	e2e_run_free(&lib);
+
+	e2e_run(&lib, PRE_GC, fixed, 30, argv);
+	e2e_expect_ok(&lib, "errnos, policy fixed");
+	expect_same_lines(bare.out, lib.out, "errnos (LIBGC_POLICY=fixed)");
+	e2e_run_free(&lib);
+}
+
+/* Checks one fdsync run: exit 0, every sync write covered and seen as one,
+ * no sync at all on the inodes it says must not get any. */
+static void fdsync_case(const char *stack, const char *const *env, const char *what)
+{
+	const char *argv[] = { e2e_prog("fdsync"), e2e_dir(), NULL };
+	struct spy_summary s;
+	struct spy_log log;
+	struct e2e_run r;
+	const char *p;
+	long want;
+
+	e2e_run_spied(&r, &s, stack, env, 30, argv, what);
+	e2e_expect_ok(&r, what);
+	want = e2e_out_long(r.out, "sync_writes");
+	cr_expect(want > 10, "%s: %s", what, r.out);
+	cr_expect_eq(s.s_violations, 0, "%s: %zu sync writes not covered", what, s.s_violations);
+	cr_expect_eq((long)s.s_prog, want,
+		     "%s: the outer spy saw %zu synchronous writes, the program made %ld",
+		     what, s.s_prog, want);
+	cr_assert_eq(spy_load(e2e_spy_log(), &log), 0);
+	for (p = strstr(r.out, "nosync="); p; p = strstr(p + 1, "nosync=")) {
+		unsigned long long dev, ino;
+
+		cr_assert_eq(sscanf(p, "nosync=%llu:%llu", &dev, &ino), 2);
+		cr_expect_eq(spy_count(&log, SPY_REAL, 0, dev, ino), 0,
+			     "%s: %zu real syncs on inode %llu, a plain file on a reused fd number",
+			     what, spy_count(&log, SPY_REAL, 0, dev, ino), ino);
+		cr_expect_eq(spy_count(&log, SPY_PROG, 0, dev, ino), 0,
+			     "%s: writes to plain inode %llu seen as synchronous", what, ino);
+	}
+	spy_free(&log);
+	e2e_run_free(&r);
+}
+
+Test(semantics, sync_flag_follows_descriptions)
+{
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+	static const char *const fixed[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=300", NULL };
+
+	fdsync_case(PRE_SPY, NULL, "fdsync, bare");
+	fdsync_case(PRE_SPY_GC, NULL, "fdsync under the library");
+	fdsync_case(PRE_SPY_GC, fixed, "fdsync, policy fixed");
+	fdsync_case(PRE_SPY_GC, keep, "fdsync, LIBGC_OSYNC=keep");
+}
+
+/* An O_DSYNC descriptor inherited across exec is still synchronous there. */
+Test(semantics, sync_flag_survives_exec)
+{
+	const char *argv[] = { e2e_prog("fdsync"), "-x", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_SPY, PRE_SPY_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run_spied(&r, &s, stacks[i], NULL, 30, argv, "fdsync -x");
+		e2e_expect_ok(&r, stacks[i]);
+		cr_expect_eq(s.s_prog, 3, "%s: %zu synchronous writes seen after exec, want 3",
+			     stacks[i], s.s_prog);
+		cr_expect_eq(s.s_violations, 0, "%s", stacks[i]);
+		e2e_run_free(&r);
+	}
+}
+
+/* LIBGC_DISABLE=1: every request is the real call, unchanged. */
+Test(semantics, disable_is_a_pass_through)
+{
+	static const char *const off[] = { "LIBGC_DISABLE=1", "LIBGC_POLICY=fixed",
+					   "LIBGC_WAIT_US=2000", NULL };
+	static const char *const modes[] = { "fsync", "fdatasync", "odsync", "rwf_dsync" };
+
+	for (size_t m = 0; m < 4; m++) {
+		const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", modes[m],
+				       "-f", "shared", "-t", "8", "-n", "4", NULL };
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, off, 30, argv, modes[m]);
+		e2e_expect_ok(&r, modes[m]);
+		cr_expect_eq(s.s_prog, 32, "%s: %zu requests", modes[m], s.s_prog);
+		for (int k = SPY_FSYNC; k <= SPY_WRITE_DSYNC; k++)
+			cr_expect_eq(s.s_real_by_kind[k], s.s_prog_by_kind[k],
+				     "%s: disabled, yet %zu real %s for %zu program %s",
+				     modes[m], s.s_real_by_kind[k], spy_kind_name(k),
+				     s.s_prog_by_kind[k], spy_kind_name(k));
+		cr_expect_eq(s.s_violations, 0);
+		e2e_run_free(&r);
+	}
+}
+
+struct bad_var {
+	const char *var;	/* NAME=VALUE */
+};
+
+static size_t count_lines(const char *text)
+{
+	size_t n = 0;
+
+	for (const char *p = text; *p; p++)
+		if (*p == '\n')
+			n++;
+	if (*text && text[strlen(text) - 1] != '\n')
+		n++;
+	return n;
+}
+
+/* Runs durable with @env; expects success, durability, and @lines lines on
+ * stderr, each naming one of the variables in @env. */
+static void env_case(const char *const *env, size_t lines)
+{
+	const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", "odsync",
+			       "-f", "shared", "-t", "4", "-n", "4", NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 30, argv, env[0]);
+	e2e_expect_ok(&r, env[0]);
+	cr_expect_eq(e2e_out_long(r.out, "ok"), 16, "%s: %s", env[0], r.out);
+	cr_expect_eq(s.s_violations, 0, "%s", env[0]);
+	cr_expect_eq(count_lines(r.err), lines, "%s: want %zu line(s) on stderr, got:\n%s",
+		     env[0], lines, r.err);
+	for (size_t i = 0; env[i] && lines; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env[i], "="), env[i]);
+		cr_expect(strstr(r.err, name), "stderr does not name %s:\n%s", name, r.err);
+	}
+	e2e_run_free(&r);
+}
+
+Test(semantics, bad_values_warn_once_and_run)
+{
+	static const char *const bad[] = {
+		"LIBGC_POLICY=bogus", "LIBGC_MAX_WAIT_US=abc", "LIBGC_MIN_WAIT_US=-5",
+		"LIBGC_WAIT_PCT=lots", "LIBGC_WAIT_US=12x", "LIBGC_SIBLINGS=many",
+		"LIBGC_OSYNC=maybe", "LIBGC_STAGE=sometimes", "LIBGC_LOG=loud",
+		"LIBGC_SHARE=everyone", "LIBGC_DISABLE=yes", "LIBGC_REPORT=relative/path",
+		"LIBGC_MAX_WAIT_US=99999999999",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *env[] = { bad[i], NULL };
+
+		env_case(env, 1);
+	}
+	{
+		const char *env[] = { "LIBGC_POLICY=jbd3", "LIBGC_OSYNC=never", NULL };
+
+		env_case(env, 2);
+	}
+	{
+		/* each value fine alone, contradictory together: one line */
+		const char *env[] = { "LIBGC_MIN_WAIT_US=5000", "LIBGC_MAX_WAIT_US=100", NULL };
+
+		env_case(env, 1);
+	}
+}
+
+Test(semantics, good_values_are_silent)
+{
+	static const char *const good[][4] = {
+		{ "LIBGC_POLICY=adaptive", "LIBGC_MAX_WAIT_US=5000", "LIBGC_WAIT_PCT=50", NULL },
+		{ "LIBGC_POLICY=jbd2", "LIBGC_MIN_WAIT_US=0", "LIBGC_MAX_WAIT_US=2000", NULL },
+		{ "LIBGC_POLICY=siblings", "LIBGC_SIBLINGS=3", "LIBGC_WAIT_US=100", NULL },
+		{ "LIBGC_OSYNC=convert", "LIBGC_STAGE=never", "LIBGC_LOG=error", NULL },
+		{ "LIBGC_SHARE=process", "LIBGC_DISABLE=0", "LIBGC_REPORT=0", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		env_case(good[i], 0);
+}
+
+/* Writes since the program's request whose durability the kernel flag, or
+ * else real syncs on the inode, must account for. */
+static void expect_synced_route(const char *out, const char *route, const char *count_key,
+				const char *stack)
+{
+	unsigned long long dev = 0, ino = 0;
+	char key[64], kkey[64];
+	struct spy_log log;
+	const char *p;
+	size_t syncs;
+	long n;
+
+	snprintf(key, sizeof(key), "ino_%s=", route);
+	snprintf(kkey, sizeof(kkey), "%s_kernel_dsync", route);
+	p = strstr(out, key);
+	cr_assert(p && sscanf(p + strlen(key), "%llu:%llu", &dev, &ino) == 2, "%s", out);
+	n = e2e_out_long(out, count_key);
+	cr_assert_eq(spy_load(e2e_spy_log(), &log), 0);
+	syncs = spy_count(&log, SPY_REAL, SPY_FSYNC, dev, ino) +
+		spy_count(&log, SPY_REAL, SPY_FDATASYNC, dev, ino);
+	spy_free(&log);
+	cr_expect(e2e_out_long(out, kkey) == 1 || (long)syncs >= n,
+		  "%s: %ld %s writes to an O_DSYNC descriptor; the kernel flag was dropped and %zu real syncs followed: not durable",
+		  stack, n, route, syncs);
+}
+
+/* O_DSYNC descriptors written through stdio and sendfile: the writes must
+ * still be durable, and stdio's close (glibc's internal close) must not
+ * leave sync state on the number for the next descriptor that gets it. */
+Test(semantics, o_dsync_writes_the_library_does_not_see)
+{
+	static const char *const stacks[] = { PRE_SPY, PRE_SPY_GC };
+	const char *argv[] = { e2e_prog("stdiofd"), e2e_dir(), NULL };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run_spied(&r, &s, stacks[i], NULL, 30, argv, "stdiofd");
+		e2e_expect_ok(&r, stacks[i]);
+		expect_synced_route(r.out, "stdio", "flushes", stacks[i]);
+		expect_synced_route(r.out, "sendfile", "sendfiles", stacks[i]);
+		cr_assert_eq(e2e_out_long(r.out, "reused"), 1, "%s: %s", stacks[i], r.out);
+		cr_expect_eq(e2e_out_long(r.out, "socket_write_ok"), 1,
+			     "%s: a socket reusing the number of the fclose'd O_DSYNC descriptor cannot be written: %s",
+			     stacks[i], r.err);
+		cr_expect_eq(e2e_out_long(r.out, "socket_flags_ok"), 1,
+			     "%s: F_GETFL shows O_DSYNC on a socket that reused the number", stacks[i]);
+		e2e_run_free(&r);
+	}
+}
