@@ -30,7 +30,7 @@ CRIT_LIBS   := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriteri
 CORE_SRCS  := core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
 	      journal/domain.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c shim/real.c shim/init.c \
-	      shim/io.c shim/sync.c shim/open.c
+	      shim/io.c shim/sync.c shim/open.c shim/exec.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
 LIB        := $(B)/libgc.so

@@ -12,7 +12,10 @@
 #define NCHUNKS (GC_FD_MAX / CHUNK_SIZE)
 
 /* Entry: low 32 bits the converted flags, high 32 bits a generation so the
- * close protocol can tell "still the entry I closed" from "reused since". */
+ * close protocol can tell "still the entry I closed" from "reused since".
+ * A chunk holds CHUNK_SIZE entries followed by CHUNK_SIZE inode numbers:
+ * the file each entry was made for, to spot entries that outlived their
+ * descriptor through a close we could not see (glibc-internal closes). */
 static uint64_t *chunks[NCHUNKS];
 static uint32_t generation;
 
@@ -25,13 +28,13 @@ static uint64_t *slot(int fd, int create)
 	c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
-	fresh = mmap(NULL, CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+	fresh = mmap(NULL, 2 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
 	if (!__atomic_compare_exchange_n(&chunks[fd >> CHUNK_BITS], &c, fresh, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(fresh, CHUNK_SIZE * sizeof(uint64_t));
+		munmap(fresh, 2 * CHUNK_SIZE * sizeof(uint64_t));
 		/* c now holds the winner's chunk */
 	} else {
 		c = fresh;
@@ -64,8 +67,24 @@ int gc_fd_set(int fd, int sync_flags)
 	gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
 	if (!(uint32_t)gen)
 		gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(s + CHUNK_SIZE, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(s, gen << 32 | (uint32_t)sync_flags, __ATOMIC_RELEASE);
 	return 0;
+}
+
+void gc_fd_bind(int fd, uint64_t ino)
+{
+	uint64_t *s = slot(fd, 0);
+
+	if (s)
+		__atomic_store_n(s + CHUNK_SIZE, ino, __ATOMIC_RELEASE);
+}
+
+uint64_t gc_fd_ino(int fd)
+{
+	uint64_t *s = slot(fd, 0);
+
+	return s ? __atomic_load_n(s + CHUNK_SIZE, __ATOMIC_ACQUIRE) : 0;
 }
 
 void gc_fd_copy(int oldfd, int newfd)
@@ -74,7 +93,8 @@ void gc_fd_copy(int oldfd, int newfd)
 		return;
 	/* Can only fail for an fd beyond the table or with no memory; the
 	 * caller then closes the copy rather than lose its sync semantics. */
-	gc_fd_set(newfd, gc_fd_get(oldfd));
+	if (gc_fd_set(newfd, gc_fd_get(oldfd)) == 0)
+		gc_fd_bind(newfd, gc_fd_ino(oldfd));
 }
 
 uint64_t gc_fd_close_begin(int fd)

@@ -15,6 +15,10 @@ int gc_fd_get(int fd);
  * Returns 0, or -ENOMEM / -EBADF when the fd cannot be tracked (the caller
  * must then not convert). */
 int gc_fd_set(int fd, int sync_flags);
+/* The inode @fd's entry was made for (0: unknown), to detect an entry left
+ * behind by a close the library could not see. */
+void gc_fd_bind(int fd, uint64_t ino);
+uint64_t gc_fd_ino(int fd);
 /* dup-style copy: @newfd now names @oldfd's description. */
 void gc_fd_copy(int oldfd, int newfd);
 /* close protocol: mark before the real close, finish after it. A concurrent

@@ -23,14 +23,26 @@
 #define RWF_SYNC 0x00000004
 #endif
 
+static inline bool full_sync(int flags)
+{
+	return (flags & O_SYNC) == O_SYNC;
+}
+
 /* The real write returned @n; make it durable as O_SYNC/O_DSYNC would have.
- * @full: the program asked for O_SYNC semantics (data and metadata). */
-static ssize_t sync_after_write(int fd, ssize_t n, bool full)
+ * @conv: the converted flags (O_SYNC asks data and metadata). */
+ssize_t gc_sync_after_write(int fd, ssize_t n, int conv)
 {
 	int saved = errno, r;
+	bool full;
 
 	if (n <= 0)
 		return n; /* the kernel syncs nothing for a failed or empty write */
+	r = gc_conv_checked(fd);
+	if (!r) {
+		errno = saved;
+		return n; /* a stale entry: not a converted descriptor after all */
+	}
+	full = full_sync(conv | r);
 	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
 		gc_stat_inc(req_osync);
@@ -52,11 +64,6 @@ static ssize_t sync_after_write(int fd, ssize_t n, bool full)
 	return n;
 }
 
-static inline bool full_sync(int flags)
-{
-	return (flags & O_SYNC) == O_SYNC;
-}
-
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
 	int conv;
@@ -67,7 +74,7 @@ GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.write(fd, buf, len);
-	return sync_after_write(fd, gc_real.write(fd, buf, len), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.write(fd, buf, len), conv);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -80,7 +87,7 @@ GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.pwrite(fd, buf, len, off);
-	return sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), conv);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
@@ -93,7 +100,7 @@ GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.pwrite64(fd, buf, len, off);
-	return sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), conv);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -106,7 +113,7 @@ GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.writev(fd, iov, cnt);
-	return sync_after_write(fd, gc_real.writev(fd, iov, cnt), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), conv);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -119,7 +126,7 @@ GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.pwritev(fd, iov, cnt, off);
-	return sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), conv);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
@@ -132,7 +139,7 @@ GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t of
 	conv = gc_fd_get(fd);
 	if (likely(!conv))
 		return gc_real.pwritev64(fd, iov, cnt, off);
-	return sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), full_sync(conv));
+	return gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), conv);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -152,6 +159,7 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	bool want = conv || (flags & (RWF_SYNC | RWF_DSYNC));
 	bool full = full_sync(conv) || (flags & RWF_SYNC);
 	struct stat st;
+	ssize_t n;
 
 	if (!real)
 		real = raw_pwritev2;
@@ -166,8 +174,24 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 		}
 		errno = saved;
 	}
-	return sync_after_write(fd, real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC)),
-				full);
+	n = real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC));
+	if (n <= 0)
+		return n;
+	if (!conv) {
+		/* RWF_*SYNC on a regular file we do not track: no entry to check */
+		int saved = errno, r;
+
+		gc_depth++;
+		r = gc_sync(fd, !full, GC_FROM_OSYNC);
+		gc_depth--;
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		errno = saved;
+		return n;
+	}
+	return gc_sync_after_write(fd, n, full ? O_SYNC : O_DSYNC);
 }
 
 GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
@@ -187,4 +211,47 @@ GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 		return raw_pwritev2(fd, iov, cnt, off, flags);
 	GC_COUNT(pwritev64v2);
 	return pwritev2_common(gc_real.pwritev64v2, fd, iov, cnt, off, flags);
+}
+
+/* Data moved into a converted descriptor by the kernel (sendfile, splice,
+ * copy_file_range) is made durable the same way as a write. */
+GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
+{
+	if (unlikely(!gc_init()))
+		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
+	GC_COUNT(sendfile);
+	return gc_sync_after_write(out_fd, gc_real.sendfile(out_fd, in_fd, off, count),
+				   gc_fd_get(out_fd));
+}
+
+GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
+{
+	if (unlikely(!gc_init()))
+		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
+	GC_COUNT(sendfile64);
+	return gc_sync_after_write(out_fd, gc_real.sendfile64(out_fd, in_fd, off, count),
+				   gc_fd_get(out_fd));
+}
+
+GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
+			 size_t len, unsigned int flags)
+{
+	if (unlikely(!gc_init()))
+		return syscall(SYS_splice, in_fd, in_off, out_fd, out_off, len, flags);
+	GC_COUNT(splice);
+	return gc_sync_after_write(out_fd,
+				   gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags),
+				   gc_fd_get(out_fd));
+}
+
+GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
+				  off64_t *out_off, size_t len, unsigned int flags)
+{
+	if (unlikely(!gc_init()))
+		return syscall(SYS_copy_file_range, in_fd, in_off, out_fd, out_off, len, flags);
+	GC_COUNT(copy_file_range);
+	return gc_sync_after_write(out_fd,
+				   gc_real.copy_file_range(in_fd, in_off, out_fd, out_off, len,
+							   flags),
+				   gc_fd_get(out_fd));
 }

@@ -53,21 +53,49 @@ static int real_open(enum open_variant v, int dirfd, const char *path, int flags
 	return -1;
 }
 
-/* Gives @fd back its sync flags by reopening its file through /proc with the
- * program's own flags and putting the result in its place. Used when the
- * file turned out not to be a regular file, or could not be tracked. */
-static int restore_sync_flags(int fd, int flags)
+int gc_materialize(int fd, int sync_flags)
 {
 	char path[64];
-	int nfd, r;
+	int fl, fdfl, tmp, r, e;
+	off_t off;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	nfd = gc_real.open(path, flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_TMPFILE), 0);
-	if (nfd < 0)
+	fl = gc_real.fcntl(fd, F_GETFL);
+	fdfl = gc_real.fcntl(fd, F_GETFD);
+	if (fl < 0 || fdfl < 0)
 		return -errno;
-	r = gc_real.dup3(nfd, fd, flags & O_CLOEXEC);
-	gc_real.close(nfd);
-	return r < 0 ? -errno : 0;
+	off = lseek(fd, 0, SEEK_CUR);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	tmp = gc_real.open(path, (fl & ~(O_CREAT | O_EXCL | O_TRUNC)) | sync_flags | O_CLOEXEC |
+					 O_NOCTTY, 0);
+	if (tmp < 0)
+		return -errno;
+	if (off >= 0)
+		lseek(tmp, off, SEEK_SET);
+	r = gc_real.dup3(tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	e = errno;
+	gc_real.close(tmp);
+	return r < 0 ? -e : 0;
+}
+
+int gc_conv_checked(int fd)
+{
+	uint64_t token = gc_fd_close_begin(fd), ino;
+	int conv = (int)(uint32_t)token, saved;
+	struct stat st;
+
+	if (!conv)
+		return 0;
+	ino = gc_fd_ino(fd);
+	saved = errno;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (!ino || (uint64_t)st.st_ino == ino)) {
+		errno = saved;
+		return conv;
+	}
+	/* Closed or reused behind our back (stdio's fclose uses glibc's
+	 * internal close): the entry is not this descriptor's. */
+	gc_fd_close_end(fd, token);
+	errno = saved;
+	return 0;
 }
 
 /* open with O_SYNC/O_DSYNC converted for regular files. Returns fd or -errno. */
@@ -88,9 +116,11 @@ static int open_converted(enum open_variant v, int dirfd, const char *path,
 	fd = real_open(v, dirfd, path, flags & ~O_SYNC, mode);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && gc_fd_set(fd, sync_flags) == 0)
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && gc_fd_set(fd, sync_flags) == 0) {
+		gc_fd_bind(fd, (uint64_t)st.st_ino);
 		return fd;
-	r = restore_sync_flags(fd, flags);
+	}
+	r = gc_materialize(fd, sync_flags);
 	if (r < 0) {
 		/* Never hand out a descriptor that lost its O_SYNC. */
 		gc_log(GC_LOG_WARN, "cannot restore O_SYNC on %s: %s", path, strerror(-r));
@@ -282,9 +312,14 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 /* @r is the new descriptor from a dup-like call on @oldfd. */
 static int dup_track(int oldfd, int r)
 {
-	if (r >= 0 && gc_fd_get(oldfd) && gc_fd_set(r, gc_fd_get(oldfd)) < 0) {
+	int conv = r >= 0 ? gc_fd_get(oldfd) : 0;
+
+	if (!conv)
+		return r;
+	gc_fd_copy(oldfd, r);
+	if (gc_fd_get(r) != conv) {
 		/* The copy could not be tracked: it would lose O_SYNC. */
-		int e = restore_sync_flags(r, gc_real.fcntl(r, F_GETFL) | gc_fd_get(oldfd));
+		int e = gc_materialize(r, conv);
 
 		if (e < 0) {
 			gc_real.close(r);
@@ -341,7 +376,7 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 	switch (cmd) {
 	case F_GETFL:
 		if (r >= 0)
-			r |= gc_fd_get(fd);
+			r |= gc_conv_checked(fd);
 		break;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
@@ -379,4 +414,27 @@ GC_EXPORT int fcntl64(int fd, int cmd, ...)
 		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	GC_COUNT(fcntl64);
 	return fcntl_common(gc_real.fcntl64, fd, cmd, arg);
+}
+
+/* stdio writes through glibc's internal write, which we cannot see: give a
+ * converted descriptor its real flag back before stdio takes it over. */
+GC_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	int conv;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(fdopen)(fd, mode);
+	GC_COUNT(fdopen);
+	conv = gc_conv_checked(fd);
+	if (conv) {
+		int saved = errno, r = gc_materialize(fd, conv);
+
+		if (r < 0) {
+			errno = -r;
+			return NULL;
+		}
+		gc_fd_set(fd, 0);
+		errno = saved;
+	}
+	return gc_real.fdopen(fd, mode);
 }

@@ -16,3 +16,8 @@ void gc_real_resolve(void)
 #include "shim/syms.def"
 #undef SYM
 }
+
+void *gc_next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}

@@ -4,6 +4,8 @@
 #ifndef GC_REAL_H
 #define GC_REAL_H
 #include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 

@@ -56,4 +56,20 @@ static inline int gc_ret(int r)
 }
 
 pid_t gc_gettid(void);
+
+/* The real function, even before gc_init() finished (for wrappers with no
+ * raw system call to fall back on). */
+#define REAL_OR_NEXT(name)                                                          \
+	(gc_real.name ? gc_real.name : (__typeof__(gc_real.name))gc_next(#name))
+void *gc_next(const char *name);
+
+/* Converted sync flags of @fd, after checking the entry still belongs to the
+ * regular file it was made for (a stale entry is dropped). */
+int gc_conv_checked(int fd);
+/* Gives @fd's file a real description with @sync_flags in place of the
+ * converted one: same file, access mode, offset and close-on-exec.
+ * Returns 0 or -errno. */
+int gc_materialize(int fd, int sync_flags);
+/* Completes a write-like call that returned @n on a converted descriptor. */
+ssize_t gc_sync_after_write(int fd, ssize_t n, int conv);
 #endif
