@@ -336,15 +336,20 @@ static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 {
 	bool datasync = !(s->is_flags & IS_FSYNC);
 	struct stat st;
-	int r, oldstate;
+	int r, pre, oldstate;
 
 	s->is_flags |= IS_CLAIMED;
 	s->is_owner = h->h_tid;
 	s->is_owner_pid = h->h_pid;
 	gc_domain_unlock(h->h_dom);
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	/* A writeback error this descriptor has not reported yet belongs to
+	 * its own request only: collect it first, so the shared result carries
+	 * just what happens during the real call (each open file description
+	 * sees an error once, as with the bare kernel). */
+	pre = real_sfr(h->h_fd, SYNC_FILE_RANGE_WAIT_AFTER);
 	r = real_sync(h->h_fd, datasync);
-	h->h_own = r;
+	h->h_own = pre < 0 ? pre : r;
 	/* The program may have dup2()'d another file over this descriptor
 	 * meanwhile: then our call covered some other inode, not this one. */
 	if (fstat(h->h_fd, &st) < 0 || (uint64_t)st.st_ino != ino)
@@ -592,10 +597,11 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		txn_close(d, t, GC_CLOSE_COUNT, now);
 
 	r = handle_collect(&h, (uint64_t)st.st_ino, &owner);
-	if (r == GC_ORPHAN) {
-		r = owner && h.h_own != INT_MIN && h.h_own != GC_ORPHAN ? h.h_own
-								      : direct(fd, datasync);
-	} else if (!owner) {
+	if (owner) {
+		r = h.h_own; /* its own real call, and its own pending error */
+	} else if (r == GC_ORPHAN) {
+		r = direct(fd, datasync);
+	} else {
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
 		 * descriptor has not seen yet, as its own fsync would have. */

@@ -15,3 +15,12 @@ crashtest: $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
 
 .PHONY: crashtest
+
+# Injected EIO under the library on the slow disk: the load and its checks.
+$(B)/tests/crash/eioload: tests/crash/eioload.c tests/e2e/spy.h
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
+
+ALL_BINS    += $(B)/tests/crash/eioload
+TEST_SUITES += tests/crash/eio.sh

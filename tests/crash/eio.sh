@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# Injected EIO under the library on the real slow disk (TAP): a failed real
+# sync fails every request it covered and lets none succeed, and the later
+# syncs of every descriptor answer what the bare kernel answers.
+set -eu
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+# What the kernel does with these faults (ext4 on the slow disk) decides
+# which questions can be asked and which answers are exact:
+#
+# - A failed cache flush is not recorded anywhere: the sync that issued it
+#   gets EIO, the next one that flushes gets 0.  It stays that way only if
+#   the flush was not a journal commit: fdatasync after overwriting
+#   allocated blocks commits nothing and issues the flush itself
+#   ("recoverable" below).
+# - fsync after an append commits the journal; a failed commit aborts it and
+#   the filesystem turns read-only: later syncs fail with EROFS for good
+#   ("journal abort" below; each such test gets a fresh disk).
+# - A failed data write (writeback error) is recorded per file and reported
+#   once per open file description, by its next fsync/fdatasync (and by
+#   sync_file_range's wait).  This is the state that makes "later syncs as
+#   the bare kernel" a question at all; the flush faults leave none.
+#
+# Exact equality with the bare kernel is asked only of sequences the kernel
+# answers deterministically: one thread, one call at a time, or calls run at
+# once whose answers depend only on per-description state.  Concurrent loads
+# are held to properties: no success without a successful covering real
+# call (the spy checker), every failure explained by a failed real call with
+# the same errno, recovery on a healthy disk, nothing after read-only.
+
+SD=$PWD/tests/slowdisk/slowdisk
+LOAD=$PWD/build/tests/crash/eioload
+LIB=$PWD/build/libgc.so
+SPY_OUTER=$PWD/build/tests/e2e/spy_outer.so
+SPY_INNER=$PWD/build/tests/e2e/spy_inner.so
+SPYCHECK=$PWD/build/tests/e2e/spycheck
+NAME=eio-$$
+T=10
+# Forced batching: every request waits 3 ms for company before its commit.
+GC_ENV=(LIBGC_POLICY=fixed LIBGC_WAIT_US=3000)
+
+n=0
+skip_all() {
+	for i in $(seq $((n + 1)) "$T"); do echo "ok $i - injected EIO # SKIP $1"; done
+	exit 0
+}
+echo "1..$T"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root"
+[ -c /dev/fuse ] || skip_all "needs /dev/fuse"
+for f in "$LOAD" "$LIB" "$SPY_OUTER" "$SPY_INNER" "$SPYCHECK" \
+	"${SLOWDISKD:-build/tests/slowdisk/slowdiskd}"; do
+	if [ ! -e "$f" ]; then
+		for i in $(seq "$T"); do echo "not ok $i - injected EIO # $f not built (run make)"; done
+		exit 1
+	fi
+done
+
+WORK=$(mktemp -d)
+cleanup() {
+	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+not_ok() {
+	n=$((n + 1))
+	echo "not ok $n - $1"
+	shift
+	for l in "$@"; do
+		while IFS= read -r x; do echo "# $x"; done <<<"$l"
+	done
+}
+
+sd() {
+	timeout 120 bash "$SD" "$@"
+}
+
+# Value of KEY in the key=value words of the text on stdin (last match).
+kv() {
+	tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1
+}
+
+# A fresh disk: M is its mount point, or empty when it could not be made.
+# "Cannot run here" (77) skips the tests not yet run.
+fresh_disk() {
+	local out rc=0
+	M=""
+	sd down --name "$NAME" >/dev/null 2>&1 || true
+	out=$(sd up --name "$NAME" --size-mb 64 --flush-us 4000 2>&1) || rc=$?
+	[ $rc -ne 77 ] || skip_all "$(tail -n 1 <<<"$out")"
+	if [ $rc -ne 0 ]; then
+		echo "# slowdisk up failed: $(tail -n 1 <<<"$out")"
+		return 0
+	fi
+	M=$(tail -n 1 <<<"$out")
+}
+
+bare() {
+	env -u LD_PRELOAD timeout 60 "$@"
+}
+under_gc() {
+	env LD_PRELOAD="$LIB" "${GC_ENV[@]}" timeout 60 "$@"
+}
+# Spies around the library: the outer one logs what the program asked and
+# got, the inner one the real calls the library made.
+spied() {
+	local log=$1
+	shift
+	rm -f "$log"
+	env LD_PRELOAD="$SPY_OUTER $LIB $SPY_INNER" SPY_LOG="$log" "${GC_ENV[@]}" \
+		timeout 60 "$@"
+}
+
+inject() {
+	echo "timeout 30 bash $SD fault --name $NAME $* >/dev/null"
+}
+
+# ---- concurrent loads ---------------------------------------------------
+
+# load_test MODE TITLE RUN-ARGS...
+# MODE recoverable: fdatasync after overwrites; abort: fsync after appends.
+# One flush fails in both.
+load_test() {
+	local mode=$1 title=$2 log=$WORK/spy.log out rc=0 chk sum bad=() m w
+	shift 2
+	if [ -z "$M" ]; then
+		not_ok "$title" "no disk"
+		return 0
+	fi
+	if [ "$mode" = recoverable ]; then
+		m=fdatasync w=overwrite
+	else
+		m=fsync w=append
+	fi
+	if ! bare "$LOAD" prep "$M/load" 64; then
+		not_ok "$title" "could not prepare the file"
+		return 0
+	fi
+	local f0
+	f0=$(sd status --name "$NAME" | kv flush_errors)
+	out=$(spied "$log" "$LOAD" run "$@" -m $m -w $w -b 20 -a 30 \
+		-x "$(inject eio-flush 1)" "$M/load" 2>&1) || rc=$?
+	local st
+	st=$(sd status --name "$NAME")
+	# A fault left armed would fail the next test's preparation instead.
+	sd fault --name "$NAME" clear >/dev/null 2>&1 || true
+	chk=$("$LOAD" check "$log" 2>&1) || bad+=("eioload check failed")
+	sum=$("$SPYCHECK" -n 10 "$log" 2>&1) || bad+=("spycheck: the rule is broken")
+
+	[ $rc -eq 0 ] || bad+=("the load exited with $rc")
+	grep -q '^total ' <<<"$out" || bad+=("the load printed no total")
+	# The fault really fired, and on our real calls.
+	[ "$(kv fault_eio_flush <<<"$st")" = 0 ] || bad+=("the injected flush fault was not used")
+	local f1
+	f1=$(kv flush_errors <<<"$st")
+	[ "${f1:-0}" -gt "${f0:-0}" ] || bad+=("no flush failed on the disk")
+	local rf re pf pe prog real
+	rf=$(kv real_fail <<<"$chk")
+	re=$(kv real_eio <<<"$chk")
+	pf=$(kv prog_fail <<<"$sum")
+	pe=$(kv prog_eio <<<"$sum")
+	prog=$(kv prog <<<"$sum")
+	real=$(kv real <<<"$sum")
+	[ "${re:-0}" -ge 1 ] || bad+=("no real call failed with EIO")
+	[ "${pe:-0}" -ge 1 ] || bad+=("no request failed with EIO")
+	# Each failure has a failed real call with the same errno in its window.
+	[ "$(kv unexplained <<<"$chk")" = 0 ] || bad+=("failures without a failed real call of the same errno")
+	# The library did group: fewer real calls than requests.
+	[ "${real:-0}" -lt "${prog:-0}" ] || bad+=("no batching: $real real calls for $prog requests")
+	local made
+	made=$(grep '^total ' <<<"$out" | kv requests)
+	[ "$made" = "$prog" ] || bad+=("the spy saw $prog requests, the load made $made")
+
+	local wl
+	if [ "$mode" = recoverable ]; then
+		[ "$pf" = "$pe" ] || bad+=("failures other than EIO: $pf failed, $pe with EIO")
+		# Per worker: the load has at most one request in flight, and a
+		# failed real call covers it at most once, so no more EIO than
+		# failed real calls; after the fault the disk is healthy and the
+		# last request succeeds, as it would bare.
+		wl=$(grep '^worker=' <<<"$out" | awk -v rf="$rf" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			if (v["eio"] + 0 > rf + 0 || v["last"] != "0" || v["other"] + 0 || v["erofs"] + 0)
+				print "worker " v["worker"] ": " $0
+		}')
+	else
+		# Only EIO (the failed commit) and EROFS (the read-only filesystem)
+		# may appear; once EROFS came, nothing succeeds any more, and no
+		# worker sees more EIO than there were failed real EIO calls.
+		[ "$(grep '^total ' <<<"$out" | kv other)" = 0 ] || bad+=("errors other than EIO and EROFS")
+		wl=$(grep '^worker=' <<<"$out" | awk -v re="$re" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			k = split(v["seq"], runs, ","); ro = 0; bad = 0
+			for (j = 1; j <= k; j++) {
+				r = runs[j]; sub(/\*.*/, "", r)
+				if (r == "EROFS") ro = 1
+				else if (r == "0" && ro) bad = 1
+			}
+			if (bad || v["eio"] + 0 > re + 0)
+				print "worker " v["worker"] ": " $0
+		}')
+	fi
+	[ -z "$wl" ] || bad+=("$wl")
+	if [ ${#bad[@]} -eq 0 ]; then
+		ok "$title"
+	else
+		not_ok "$title" "${bad[@]}" "$(grep -v '^worker=' <<<"$out")" "$chk" "$sum"
+	fi
+}
+
+# ---- scripted sequences, bare against the library -------------------------
+
+# seq_test TITLE EVIDENCE [-x CMD]... FILE OP...: the same calls bare and
+# under the library give the same answers, call by call and descriptor by
+# descriptor. EVIDENCE, a regex, must match the bare answers: the fault
+# really reached a request.
+seq_test() {
+	local title=$1 want=$2 b g rcb=0 rcg=0
+	shift 2
+	b=$(bare "$LOAD" seq "$@" 2>&1) || rcb=$?
+	sd fault --name "$NAME" clear >/dev/null 2>&1 || true
+	g=$(under_gc "$LOAD" seq "$@" 2>&1) || rcg=$?
+	sd fault --name "$NAME" clear >/dev/null 2>&1 || true
+	if [ $rcb -ne 0 ] || [ $rcg -ne 0 ]; then
+		not_ok "$title" "exit: bare $rcb, libgc $rcg" "bare:  $b" "libgc: $g"
+	elif ! grep -Eq -- "$want" <<<"$b"; then
+		not_ok "$title" "the fault did not show bare (wanted /$want/)" "bare:  $b"
+	elif [ "$b" != "$g" ]; then
+		local diff
+		diff=$(paste -d' ' <(tr ' ' '\n' <<<"$b") <(tr ' ' '\n' <<<"$g") |
+			awk '$1 != $2 { print "  step " NR ": bare " $1 "  libgc " $2 }')
+		not_ok "$title" "bare and libgc differ:" "$diff" "bare:  $b" "libgc: $g"
+	else
+		ok "$title"
+	fi
+}
+
+fresh_disk
+
+# 1-4: one flush fails under a batched load; recoverable.
+load_test recoverable "flush EIO, 8 threads with a descriptor each: failures are EIO from a failed real call, no uncovered success, all recover" -t 8
+load_test recoverable "flush EIO, 8 threads sharing one descriptor: same" -t 8 -S
+load_test recoverable "flush EIO, 6 processes each opening the file (shared commits): same" -p 6
+load_test recoverable "flush EIO, 6 processes sharing one inherited open file: same" -p 6 -S
+
+# 5: a failed flush, one call at a time on two descriptors A and B of one
+# file. Bare: the fdatasync whose flush failed gets EIO; nothing is kept, so
+# B's next fdatasync (its own flush) and A's following ones get 0; a second
+# fault hits whichever descriptor flushes next, even one with nothing to
+# write; a reopened description starts clean.
+if [ -n "$M" ]; then
+	bare "$LOAD" prep "$M/seq" 64 || echo "# prep of seq failed"
+	seq_test "flush EIO, one call at a time on two descriptors: same answers as bare" \
+		'dA=EIO.*dB=EIO' -x "$(inject eio-flush 1)" "$M/seq" \
+		wA dA x0 wA dA dB dA dB wB dB dA x0 dB dA dB wA dA oA dA dB
+else
+	not_ok "flush EIO, one call at a time: same answers as bare" "no disk"
+fi
+
+# 6-7: writeback errors (the data write of block 0 fails while armed).
+# 6: A's fsync writes the block back and fails: EIO for A. B, open since
+# before, has not seen the error: its next sync reports it once; then both
+# get 0. A description opened after the error was seen starts clean.
+# 7: A alone sees the error first; then A, B, C and D sync at once. Bare,
+# each description answers from its own state whoever flushes: A (seen
+# already) gets 0, B, C and D get EIO once. Under the library the four
+# share one real call on one of their descriptors, and its answer must
+# not be passed to a description the kernel would not report it to.
+if [ -n "$M" ]; then
+	bare "$LOAD" prep "$M/wb" 64 || echo "# prep of wb failed"
+	off=$(bare "$LOAD" extent "$M/wb" | awk 'NR == 1 { print $1 }') || true
+	wb_on=$(inject eio-write "${off:-0}" 4096)
+	wb_off=$(inject clear)
+	seq_test "writeback EIO, one call at a time: reported once per open file description, as bare" \
+		'fA=EIO.*fB=EIO' -x "$wb_on" -x "$wb_off" "$M/wb" \
+		x0 wA fA x1 fB fA fB oC fC wA fA fB x0 wB dB x1 dA dB dA dC fC
+	ops=()
+	for i in 1 2 3 4 5 6; do ops+=(x0 wA fA x1 fA+fB+fC+fD); done
+	seq_test "writeback EIO seen by A, then A-D sync at once: A gets 0, B-D EIO once, as bare" \
+		'fA=0\+fB=EIO\+fC=EIO\+fD=EIO' -x "$wb_on" -x "$wb_off" "$M/wb" "${ops[@]}"
+else
+	not_ok "writeback EIO, one call at a time: as bare" "no disk"
+	not_ok "writeback EIO seen by A, then A-D sync at once: as bare" "no disk"
+fi
+
+# 8-9: the failed flush is a journal commit: the journal aborts, the
+# filesystem turns read-only. One fresh disk each.
+fresh_disk
+load_test abort "commit EIO, 8 threads (journal aborts): EIO or EROFS only, explained, no uncovered success, none after EROFS" -t 8
+fresh_disk
+load_test abort "commit EIO, 6 processes (journal aborts): same" -p 6
+
+# 10: the same abort one call at a time, bare and under the library, each
+# on a fresh disk. Bare (ext4): A's fsync gets EIO; B's and A's next fsync
+# get 0 (the aborted commit counts as done); the next write finds the
+# journal aborted and the filesystem read-only: EROFS from then on.
+abort_seq=(aA fA x0 aA fA fB fA fB aB fB fA dA dB)
+fresh_disk
+if [ -n "$M" ]; then
+	bare "$LOAD" prep "$M/ab" 16 || echo "# prep of ab failed"
+	b=$(bare "$LOAD" seq -x "$(inject eio-flush 1)" "$M/ab" "${abort_seq[@]}" 2>&1) || b="exit $?: $b"
+fi
+fresh_disk
+if [ -n "$M" ] && [ -n "${b:-}" ]; then
+	bare "$LOAD" prep "$M/ab" 16 || echo "# prep of ab failed"
+	g=$(under_gc "$LOAD" seq -x "$(inject eio-flush 1)" "$M/ab" "${abort_seq[@]}" 2>&1) || g="exit $?: $g"
+	if ! grep -q 'fA=EIO' <<<"$b"; then
+		not_ok "commit EIO, one call at a time: same answers as bare" "the fault did not show bare" "bare:  $b"
+	elif [ "$b" != "$g" ]; then
+		not_ok "commit EIO, one call at a time: same answers as bare" "bare:  $b" "libgc: $g"
+	else
+		ok "commit EIO, one call at a time: same answers as bare"
+	fi
+else
+	not_ok "commit EIO, one call at a time: same answers as bare" "no disk"
+fi
+
+[ "$n" -eq "$T" ] || echo "# planned $T tests, ran $n"
