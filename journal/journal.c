@@ -124,12 +124,27 @@ static int real_sync(int fd, bool datasync)
 	return r < 0 ? -errno : 0;
 }
 
-static int real_sfr(int fd, unsigned int flags)
+static int real_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
 {
-	int r = gc_real.sync_file_range ? gc_real.sync_file_range(fd, 0, 0, flags)
-					: (int)syscall(SYS_sync_file_range, fd, 0, 0, flags);
+	int r = gc_real.sync_file_range
+			? gc_real.sync_file_range(fd, off, len, flags)
+			: (int)syscall(SYS_sync_file_range, fd, off, len, flags);
 
 	return r < 0 ? -errno : 0;
+}
+
+/* Reports (and marks reported) a writeback error @fd's open file description
+ * has not seen yet, without waiting for any writeback: sync_file_range with
+ * WAIT_AFTER checks the description's error cursor whatever the range, and
+ * a range past any page waits for nothing. Waiting here would make a
+ * request that already has its result queue behind the next commit. */
+static int pending_error(int fd)
+{
+	int r = real_sfr(fd, INT64_MAX - 1, 1, SYNC_FILE_RANGE_WAIT_AFTER);
+
+	if (r == -EINVAL) /* a kernel that refuses the range: wait for all */
+		r = real_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_AFTER);
+	return r;
 }
 
 static int direct(int fd, bool datasync)
@@ -347,7 +362,7 @@ static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	 * its own request only: collect it first, so the shared result carries
 	 * just what happens during the real call (each open file description
 	 * sees an error once, as with the bare kernel). */
-	pre = real_sfr(h->h_fd, SYNC_FILE_RANGE_WAIT_AFTER);
+	pre = pending_error(h->h_fd);
 	r = real_sync(h->h_fd, datasync);
 	h->h_own = pre < 0 ? pre : r;
 	/* The program may have dup2()'d another file over this descriptor
@@ -550,7 +565,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	if (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
 	    (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED))) {
 		gc_stat_inc(staged);
-		r = real_sfr(fd, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		r = real_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER);
 		if (r < 0)
 			return r;
@@ -605,7 +620,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
 		 * descriptor has not seen yet, as its own fsync would have. */
-		int e = real_sfr(fd, SYNC_FILE_RANGE_WAIT_AFTER);
+		int e = pending_error(fd);
 
 		if (!r && e < 0)
 			r = e;
