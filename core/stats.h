@@ -21,6 +21,7 @@
 	X(commit_ns)		/* summed commit latency: close to last real call */ \
 	X(open_ns)		/* summed time transactions stayed open */         \
 	X(bypass)		/* requests sent direct by the bypass rule */      \
+	X(stalled)		/* commits given up on: a live participant went silent */ \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 
 struct gc_stats {

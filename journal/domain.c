@@ -86,7 +86,15 @@ static bool lock_result(struct gc_domain *d, int r)
 
 bool gc_domain_lock(struct gc_domain *d)
 {
-	return lock_result(d, pthread_mutex_lock(&d->j_lock));
+	struct timespec ts;
+	uint64_t until;
+
+	if (!d->j_shared)
+		return lock_result(d, pthread_mutex_lock(&d->j_lock));
+	until = gc_now_ns() + GC_LOCK_GIVE_UP_NS;
+	ts.tv_sec = (time_t)(until / GC_NSEC_PER_SEC);
+	ts.tv_nsec = (long)(until % GC_NSEC_PER_SEC);
+	return lock_result(d, pthread_mutex_clocklock(&d->j_lock, CLOCK_MONOTONIC, &ts));
 }
 
 bool gc_domain_trylock(struct gc_domain *d)
@@ -273,9 +281,11 @@ bool gc_domain_leave(struct gc_domain *d, pid_t pid)
 	int i, live = 0;
 
 	for (i = 0; i < GC_MEMBERS; i++) {
-		if (d->j_members[i] == pid)
+		pid_t m = d->j_members[i];
+
+		if (m == pid || (m && !pid_alive(m)))
 			d->j_members[i] = 0;
-		else if (d->j_members[i])
+		else if (m)
 			live++;
 	}
 	return live == 0;

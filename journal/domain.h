@@ -52,8 +52,9 @@ struct gc_txn {
 	int32_t t_leader;	/* tid that asks the policy; 0 = vacant */
 	int32_t t_leader_pid;
 	uint32_t t_leader_new_writer;
-	uint32_t t_pad;
+	uint32_t t_detached;	/* given up on: no longer the domain's committing one */
 	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
+	uint64_t t_lead_ns;	/* since when the leader could have decided */
 	struct gc_islot t_islots[GC_TXN_INODES];
 	struct gc_hent t_hents[GC_TXN_HANDLES];
 };
@@ -92,7 +93,10 @@ struct gc_domain *gc_domain_attach(uint64_t dev, const char **why);
 struct gc_domain *gc_domain_private(uint64_t dev);
 
 /* Takes j_lock. A lock whose owner died is made consistent and the domain's
- * transactions are thrown away (j_gen bumped). false: the lock is unusable. */
+ * transactions are thrown away (j_gen bumped). false: the lock is unusable,
+ * or (shared) was held longer than GC_LOCK_GIVE_UP_NS by a live but silent
+ * process; the caller then makes its own real call. */
+#define GC_LOCK_GIVE_UP_NS (2ULL * 1000000000ULL)
 bool gc_domain_lock(struct gc_domain *d);
 /* As gc_domain_lock, but false at once when the lock is busy. */
 bool gc_domain_trylock(struct gc_domain *d);

@@ -169,6 +169,7 @@ static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
 		t->t_seq = ++d->j_seq;
 		t->t_state = T_RUNNING;
 		t->t_start_ns = now;
+		t->t_lead_ns = now;
 		t->t_leader = h->h_tid;
 		t->t_leader_pid = h->h_pid;
 		t->t_leader_new_writer = new_writer;
@@ -213,14 +214,46 @@ static void txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	};
 
 	t->t_state = T_DONE;
-	d->j_committing = GC_NONE;
-	gc_policy_commit_done(&d->j_policy, &gc_cfg.c_policy, &cs);
+	if (d->j_committing == (int32_t)(t - d->j_txns)) {
+		d->j_committing = GC_NONE;
+		if (d->j_running != GC_NONE)
+			d->j_txns[d->j_running].t_lead_ns = now;
+	}
+	/* a stalled commit's latency says nothing about the device */
+	if (!t->t_detached)
+		gc_policy_commit_done(&d->j_policy, &gc_cfg.c_policy, &cs);
 	gc_stat_inc(commits);
 	gc_stat_add(batched, t->t_joined);
 	gc_stat_add(commit_ns, now - t->t_close_ns);
 	gc_stat_add(open_ns, t->t_close_ns - t->t_start_ns);
 	if (!t->t_refs)
 		t->t_state = T_FREE;
+}
+
+/* How long a live participant may stay silent (a stopped process: a dead
+ * one is reaped sooner) before the others stop waiting for it. */
+static uint64_t give_up_ns(const struct gc_domain *d)
+{
+	uint64_t g = 20 * d->j_policy.ps_commit_ns;
+
+	return g > GC_GIVE_UP_MIN_NS ? g : GC_GIVE_UP_MIN_NS;
+}
+
+/* The committing transaction @t has outlived the give-up bound: it stops
+ * being the domain's committing one so new transactions can commit. Its
+ * remaining handles still collect whatever result arrives, or give up. */
+static void txn_detach(struct gc_domain *d, struct gc_txn *t)
+{
+	if (t->t_detached)
+		return;
+	t->t_detached = 1;
+	gc_stat_inc(stalled);
+	if (d->j_committing == (int32_t)(t - d->j_txns)) {
+		d->j_committing = GC_NONE;
+		if (d->j_running != GC_NONE)
+			d->j_txns[d->j_running].t_lead_ns = gc_now_ns();
+	}
+	gc_domain_wake(d);
 }
 
 static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
@@ -429,6 +462,12 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 			struct gc_decision dec;
 
 			if (d->j_committing != GC_NONE) {
+				struct gc_txn *c = &d->j_txns[d->j_committing];
+
+				if (d->j_shared && now >= c->t_close_ns + give_up_ns(d)) {
+					txn_detach(d, c);
+					continue;
+				}
 				w = handle_wait(h, 0);
 			} else if (t->t_deadline_ns && now >= t->t_deadline_ns) {
 				txn_close(d, t, GC_CLOSE_TIMEOUT, now);
@@ -437,6 +476,13 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 				if (!t->t_leader) {
 					t->t_leader = h->h_tid;
 					t->t_leader_pid = h->h_pid;
+				}
+				if (t->t_leader != h->h_tid && d->j_shared && !t->t_deadline_ns &&
+				    now >= t->t_lead_ns + give_up_ns(d)) {
+					/* a live leader that never decides */
+					t->t_leader = h->h_tid;
+					t->t_leader_pid = h->h_pid;
+					continue;
 				}
 				if (t->t_leader != h->h_tid) {
 					w = handle_wait(h, t->t_deadline_ns);
@@ -468,10 +514,9 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 			/* Someone else's real call: a live but silent owner is
 			 * given up on after a long bound; we then do our own. */
 			if (!give_up) {
-				give_up = 20 * d->j_policy.ps_commit_ns;
-				give_up = now + (give_up > GC_GIVE_UP_MIN_NS ? give_up
-									: GC_GIVE_UP_MIN_NS);
+				give_up = now + give_up_ns(d);
 			} else if (now >= give_up) {
+				txn_detach(d, t);
 				hent_abandon(d, t, h->h_ent);
 				h->h_done = true;
 				return GC_ORPHAN;
