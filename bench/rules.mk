@@ -1,0 +1,18 @@
+# `make bench`: base vs libgc vs policy=none vs fsync disabled, side by side,
+# on the machine's disk and a slow disk, with a table and a plot.  The micro
+# benchmark is built with everything else (no $(SAN): it runs preloaded).
+BENCH_BINS := $(B)/bench/microbench
+
+$(B)/bench/microbench: bench/microbench.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $<
+
+ALL_BINS += $(BENCH_BINS)
+
+# BENCH=smoke|quick|full (quick by default); see bench/README.md.
+bench: all
+	$(Q)bash scripts/deps.sh bench
+	$(Q)BENCH='$(BENCH)' bash bench/bench.sh
+
+.PHONY: bench
