@@ -146,6 +146,21 @@ int gc_domain_wait(struct gc_domain *d, uint64_t deadline)
 	return r < 0 && e == ETIMEDOUT;
 }
 
+void gc_domain_futex_wait(struct gc_domain *d, uint32_t *word, uint32_t val,
+			  uint64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / GC_NSEC_PER_SEC),
+			       (long)(deadline % GC_NSEC_PER_SEC) };
+
+	syscall(SYS_futex, word, futex_op(d, FUTEX_WAIT_BITSET), val, &ts, NULL,
+		FUTEX_BITSET_MATCH_ANY);
+}
+
+void gc_domain_futex_wake(struct gc_domain *d, uint32_t *word)
+{
+	syscall(SYS_futex, word, futex_op(d, FUTEX_WAKE), INT_MAX, NULL, NULL, 0);
+}
+
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
 	/* The layout's size is in the name: builds that cannot share a

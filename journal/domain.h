@@ -53,6 +53,8 @@ struct gc_txn {
 	int32_t t_leader_pid;
 	uint32_t t_leader_new_writer;
 	uint32_t t_detached;	/* given up on: no longer the domain's committing one */
+	uint32_t t_live;	/* inode slots with handles at close */
+	uint32_t t_claimed;	/* of those, claimed by an owner (futex word) */
 	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
 	uint64_t t_lead_ns;	/* since when the leader could have decided */
 	struct gc_islot t_islots[GC_TXN_INODES];
@@ -108,6 +110,12 @@ void gc_domain_wake(struct gc_domain *d);
  * lock meanwhile. Returns 1 on timeout, 0 when woken, -1 when the lock could
  * not be taken again. The sleep is a cancellation point. */
 int gc_domain_wait(struct gc_domain *d, uint64_t deadline);
+
+/* Futex wait on another word of the domain's memory, without j_lock, until
+ * *@word != @val, a wake, or @deadline. Not a cancellation point. */
+void gc_domain_futex_wait(struct gc_domain *d, uint32_t *word, uint32_t val,
+			  uint64_t deadline);
+void gc_domain_futex_wake(struct gc_domain *d, uint32_t *word);
 
 /* With j_lock held: record @pid as a member (reaping dead ones first, and
  * resetting a segment that has no live member). false: member table full. */

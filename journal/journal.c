@@ -273,6 +273,8 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 			s->is_flags |= IS_DONE; /* every handle of it left */
 	}
 	t->t_pending = live;
+	t->t_live = live;
+	t->t_claimed = 0;
 	d->j_committing = (int32_t)(t - d->j_txns);
 	d->j_running = GC_NONE;
 	__atomic_store_n(&d->j_multi, live > 1, __ATOMIC_RELAXED);
@@ -377,6 +379,31 @@ static void handle_cancelled(void *arg)
 	gc_depth--;
 }
 
+/* The real calls of a multi-inode transaction go to the kernel together, so
+ * they all find the filesystem's journal commit before it has flushed and
+ * none needs a flush of its own afterwards. Each owner waits, without the
+ * lock, until every live slot has an owner, for a short bounded time. */
+#define GC_RELEASE_MAX_NS (1 * GC_NSEC_PER_MSEC)
+
+static void release_together(struct gc_handle *h)
+{
+	struct gc_txn *t = h->h_txn;
+	uint32_t live = t->t_live, n = __atomic_add_fetch(&t->t_claimed, 1, __ATOMIC_ACQ_REL);
+	uint64_t until;
+
+	if (live < 2)
+		return;
+	if (n >= live) {
+		gc_domain_futex_wake(h->h_dom, &t->t_claimed);
+		return;
+	}
+	until = gc_now_ns() + GC_RELEASE_MAX_NS;
+	while (n < live && gc_now_ns() < until) {
+		gc_domain_futex_wait(h->h_dom, &t->t_claimed, n, until);
+		n = __atomic_load_n(&t->t_claimed, __ATOMIC_ACQUIRE);
+	}
+}
+
 /* Called with j_lock held, as the slot's owner: drops the lock for the real
  * call and takes it again. Cancellation stays off so the result is always
  * published. Returns false if the lock could not be taken again. */
@@ -396,6 +423,7 @@ static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	 * just what happens during the real call (each open file description
 	 * sees an error once, as with the bare kernel). */
 	pre = pending_error(h->h_fd);
+	release_together(h);
 	r = real_sync(h->h_fd, datasync);
 	h->h_own = pre < 0 ? pre : r;
 	/* The program may have dup2()'d another file over this descriptor

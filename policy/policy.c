@@ -24,7 +24,8 @@
 #define GC_AB_HOLD_EPOCHS 4
 #define GC_AB_MAX_STREAK 4
 /* Rates within 3% are a tie, decided by mean latency; a winner by 25% or
- * more gets two more steps of hold at once (probing the loser costs). */
+ * more gets two more steps of hold at once (probing the loser costs), except
+ * on the first verdict, measured while processes may still be starting. */
 #define GC_AB_MARGIN_PCT 3
 #define GC_AB_CLEAR_PCT 25
 
@@ -145,6 +146,15 @@ static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
 	return min_u64(base > by_commit ? base : by_commit, GC_AB_MAX_EPOCH_NS);
 }
 
+/* Grouped epochs are measured from their Nth commit on: the first commits
+ * after a switch still carry requests (and sync threads not yet counted) of
+ * the other mode; the very first epoch, with processes still starting and
+ * nothing learned, settles longer. */
+static uint32_t ab_settle_commits(const struct gc_policy_state *ps)
+{
+	return ps->ps_ab_last == GC_AB_NONE ? 8 : 2;
+}
+
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
@@ -162,7 +172,8 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 	if (__atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED) < GC_AB_MIN_REQS)
 		return false;
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT ||
-	       __atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) >= GC_AB_MIN_COMMITS;
+	       __atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) >=
+		       GC_AB_MIN_COMMITS + ab_settle_commits(ps);
 }
 
 /* Which mode measured better: rate first, mean latency on a tie. */
@@ -231,7 +242,8 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		ps->ps_ab_streak = 0;
 	}
 	/* A clear winner is re-probed less often: the loser's epochs cost. */
-	if (ps->ps_ab_rate[win] * 100 >= ps->ps_ab_rate[win ^ 1] * (100 + GC_AB_CLEAR_PCT))
+	if (ps->ps_ab_last != GC_AB_NONE &&
+	    ps->ps_ab_rate[win] * 100 >= ps->ps_ab_rate[win ^ 1] * (100 + GC_AB_CLEAR_PCT))
 		ps->ps_ab_streak += 2;
 	if (ps->ps_ab_streak > GC_AB_MAX_STREAK)
 		ps->ps_ab_streak = GC_AB_MAX_STREAK;
@@ -342,6 +354,12 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
 	__atomic_store_n(&ps->ps_ab_commits, ps->ps_ab_commits + 1, __ATOMIC_RELAXED);
+	if (ps->ps_ab_commits == ab_settle_commits(ps) && ps->ps_ab_mode == GC_AB_GROUP &&
+	    ps->ps_ab_measure_from < cs->cs_end_ns) {
+		__atomic_store_n(&ps->ps_ab_measure_from, cs->cs_end_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&ps->ps_ab_reqs, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ps->ps_ab_lat_ns, 0, __ATOMIC_RELAXED);
+	}
 
 	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
 					   ps->ps_txns == 0);

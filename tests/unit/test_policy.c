@@ -399,7 +399,10 @@ struct world {
 	uint64_t lat_ns[2];
 	uint64_t commit_ns;
 };
-#define GROUP_COMMITS 10	/* commits per grouped epoch: enough to judge */
+/* commits per grouped epoch: enough to settle (8 the very first epoch) and
+ * then judge (8 more); they all fall in the epoch's first quarter, before
+ * its own requests are counted */
+#define GROUP_COMMITS 20
 
 static uint32_t mode_now(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
@@ -435,7 +438,7 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 	for (i = 0; i < 8; i++)	/* stragglers: slow, and not this epoch's */
 		gc_policy_account(ps, start - 1 * SEC, start + i * US);
 	for (i = 0; mode == GC_AB_GROUP && i < GROUP_COMMITS; i++) {
-		uint64_t t = start + i * len / GROUP_COMMITS;
+		uint64_t t = start + i * (len / 4) / GROUP_COMMITS / 2;
 
 		commit(ps, pc, t, t, w->commit_ns, 4, GC_CLOSE_COUNT);
 	}
@@ -479,8 +482,9 @@ Test(ab, first_call_opens_a_group_probe)
 }
 
 /* An epoch ends after its length once it has 8 settled requests and, when
- * grouped, 8 commits to judge by; or at 1 s regardless. epoch_end re-checks
- * and does nothing early. */
+ * grouped, 8 commits to judge by after its settling commits (8 in the very
+ * first epoch, 2 later); or at 1 s regardless. epoch_end re-checks and does
+ * nothing early. */
 Test(ab, epoch_needs_time_requests_and_commits)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
@@ -490,7 +494,7 @@ Test(ab, epoch_needs_time_requests_and_commits)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 16; i++)
 		commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
 	for (i = 0; i < 7; i++)
 		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
@@ -502,18 +506,18 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "unsettled one not counted");
 	gc_policy_account(&ps, settled, settled + 2 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end - 1), "too early");
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 8 commits, 25 ms");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 8 + 8 commits, 25 ms");
 
-	/* grouped, requests alone are not enough: 7 commits say too little */
+	/* grouped, requests alone are not enough: 15 commits say too little */
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
+	for (i = 0; i < 15; i++)
+		commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
 	for (i = 0; i < 50; i++)
 		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
-	for (i = 0; i < 7; i++)
-		commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "7 commits are too few");
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "15 commits are too few");
 	commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 commits");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "16 commits");
 
 	/* direct calls make no commits: requests suffice */
 	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the direct probe");
@@ -710,7 +714,8 @@ Test(ab, repeated_verdicts_lengthen_the_hold)
 }
 
 /* A clear winner (by 25% or more) is re-probed less often: its streak
- * counts CLEAR_BONUS more, up to the longest hold. */
+ * counts CLEAR_BONUS more, up to the longest hold; but not the very first
+ * verdict, measured while everything is starting. */
 ParameterizedTestParameters(ab, clear_win_holds_longer)
 {
 	static struct first_hold_case cases[] = { { GC_AB_GROUP }, { GC_AB_DIRECT } };
@@ -733,14 +738,15 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	ab_step(&ps, &pc, &now, &w);
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << CLEAR_BONUS;
+	/* the first verdict is measured while everything starts: no bonus */
+	want = HOLD_EPOCHS;
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear first verdict %s held %d epochs, want %d", name,
 		     held, want);
-	/* the same clear verdict again: the longest hold */
+	/* the same clear verdict again: one step for agreeing, the bonus */
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << MAX_STREAK;
+	want = HOLD_EPOCHS << (1 + CLEAR_BONUS);
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear again %s held %d epochs, want %d", name, held, want);
 
