@@ -87,14 +87,14 @@ static bool lock_result(struct gc_domain *d, int r)
 bool gc_domain_lock(struct gc_domain *d)
 {
 	struct timespec ts;
-	uint64_t until;
 
 	if (!d->j_shared)
 		return lock_result(d, pthread_mutex_lock(&d->j_lock));
-	until = gc_now_ns() + GC_LOCK_GIVE_UP_NS;
-	ts.tv_sec = (time_t)(until / GC_NSEC_PER_SEC);
-	ts.tv_nsec = (long)(until % GC_NSEC_PER_SEC);
-	return lock_result(d, pthread_mutex_clocklock(&d->j_lock, CLOCK_MONOTONIC, &ts));
+	/* timedlock counts on CLOCK_REALTIME: a clock step only moves the
+	 * give-up bound, which is all this deadline is */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(GC_LOCK_GIVE_UP_NS / GC_NSEC_PER_SEC);
+	return lock_result(d, pthread_mutex_timedlock(&d->j_lock, &ts));
 }
 
 bool gc_domain_trylock(struct gc_domain *d)
