@@ -580,16 +580,59 @@ static int handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 	return r;
 }
 
+/* Joins the running transaction (beginning one if none runs), with j_lock
+ * held. false: no room (ring, inode slots or handle entries exhausted), so
+ * the request must not wait. */
+static bool handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64_t now)
+{
+	struct gc_domain *d = h->h_dom;
+	struct gc_txn *t;
+	struct gc_hent *he;
+	bool new_writer;
+	int slot, ent;
+
+	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h->h_tid, now);
+	t = d->j_running != GC_NONE ? &d->j_txns[d->j_running] : NULL;
+	if (!t)
+		t = txn_begin(d, now, h, new_writer);
+	slot = t ? islot_get(t, ino) : GC_NONE;
+	ent = slot != GC_NONE ? hent_get(t) : GC_NONE;
+	if (ent == GC_NONE) {
+		if (t && !t->t_handles && t->t_state == T_RUNNING) {
+			t->t_state = T_FREE;
+			d->j_running = GC_NONE;
+		}
+		return false;
+	}
+	h->h_txn = t;
+	h->h_seq = t->t_seq;
+	h->h_gen = d->j_gen;
+	h->h_slot = slot;
+	h->h_ent = ent;
+	he = &t->t_hents[ent];
+	he->he_pid = h->h_pid;
+	he->he_tid = h->h_tid;
+	he->he_slot = (uint32_t)slot;
+	he->he_used = 1;
+	t->t_islots[slot].is_handles++;
+	if (!datasync)
+		t->t_islots[slot].is_flags |= IS_FSYNC;
+	t->t_handles++;
+	t->t_joined++;
+	t->t_refs++;
+	if (t->t_want && t->t_handles >= t->t_want && d->j_committing == GC_NONE)
+		txn_close(d, t, GC_CLOSE_COUNT, now);
+	return true;
+}
+
 int gc_sync(int fd, bool datasync, enum gc_origin origin)
 {
 	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
 	struct gc_domain *d;
-	struct gc_txn *t;
-	struct gc_hent *he;
 	struct stat st;
 	uint64_t now, start;
-	bool new_writer, owner = false;
-	int r, slot, ent;
+	bool owner = false;
+	int r;
 
 	switch (origin) {
 	case GC_FROM_FSYNC:
@@ -650,40 +693,10 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	h.h_pid = getpid();
 	if (!gc_domain_lock(d))
 		return direct(fd, datasync);
-	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h.h_tid, now);
-	t = d->j_running != GC_NONE ? &d->j_txns[d->j_running] : NULL;
-	if (!t)
-		t = txn_begin(d, now, &h, new_writer);
-	slot = t ? islot_get(t, (uint64_t)st.st_ino) : GC_NONE;
-	ent = slot != GC_NONE ? hent_get(t) : GC_NONE;
-	if (ent == GC_NONE) {
-		/* ring, slots or entries exhausted: no room to wait, so do not */
-		if (t && !t->t_handles && t->t_state == T_RUNNING) {
-			t->t_state = T_FREE;
-			d->j_running = GC_NONE;
-		}
+	if (!handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
 		gc_domain_unlock(d);
 		return direct(fd, datasync);
 	}
-	h.h_txn = t;
-	h.h_seq = t->t_seq;
-	h.h_gen = d->j_gen;
-	h.h_slot = slot;
-	h.h_ent = ent;
-	he = &t->t_hents[ent];
-	he->he_pid = h.h_pid;
-	he->he_tid = h.h_tid;
-	he->he_slot = (uint32_t)slot;
-	he->he_used = 1;
-	t->t_islots[slot].is_handles++;
-	if (!datasync)
-		t->t_islots[slot].is_flags |= IS_FSYNC;
-	t->t_handles++;
-	t->t_joined++;
-	t->t_refs++;
-	if (t->t_want && t->t_handles >= t->t_want && d->j_committing == GC_NONE)
-		txn_close(d, t, GC_CLOSE_COUNT, now);
-
 	r = handle_collect(&h, (uint64_t)st.st_ino, &owner);
 	if (owner) {
 		r = h.h_own; /* its own real call, and its own pending error */
