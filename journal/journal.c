@@ -657,10 +657,11 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	start = now = gc_now_ns();
 	if (gc_policy_epoch_due(&d->j_policy, &gc_cfg.c_policy, now) && gc_domain_lock(d)) {
 		if (gc_policy_epoch_end(&d->j_policy, &gc_cfg.c_policy, now))
-			gc_log(GC_LOG_DEBUG, "device %llx: %s calls now",
+			gc_log(GC_LOG_DEBUG, "device %llx: %s calls now (t=%llu ms)",
 			       (unsigned long long)st.st_dev,
 			       gc_policy_bypass(&d->j_policy, &gc_cfg.c_policy, now)
-				       ? "direct" : "grouped");
+				       ? "direct" : "grouped",
+			       (unsigned long long)(now / GC_NSEC_PER_MSEC));
 		gc_domain_unlock(d);
 	}
 	if (gc_policy_bypass(&d->j_policy, &gc_cfg.c_policy, now)) {

@@ -478,7 +478,7 @@ Test(ab, first_call_opens_a_group_probe)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, T0), "groups before any epoch");
 	ab_open(&ps, &pc, T0);
 	cr_expect_eq(ps.ps_ab_epoch_start, T0);
-	cr_expect_eq(ps.ps_ab_epoch_len, 25 * MS, "a probe epoch lasts 25 ms");
+	cr_expect_eq(ps.ps_ab_epoch_len, 50 * MS, "a probe epoch lasts 50 ms");
 }
 
 /* An epoch ends after its length once it has 8 settled requests and, when
@@ -489,7 +489,7 @@ Test(ab, epoch_needs_time_requests_and_commits)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t settled = T0 + 25 * MS / 4, end = T0 + 25 * MS;
+	uint64_t settled = T0 + 50 * MS / 4, end = T0 + 50 * MS;
 	int i;
 
 	gc_policy_init(&ps);
@@ -522,10 +522,10 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	/* direct calls make no commits: requests suffice */
 	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the direct probe");
 	cr_assert(gc_policy_bypass(&ps, &pc, end));
-	settled = end + 25 * MS / 4;
+	settled = end + 50 * MS / 4;
 	for (i = 0; i < 8; i++)
 		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end + 25 * MS), "direct: no commits needed");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end + 50 * MS), "direct: no commits needed");
 
 	/* a quiet epoch still ends at the 1 s cap */
 	gc_policy_init(&ps);
@@ -548,8 +548,8 @@ struct epoch_len_case {
 ParameterizedTestParameters(ab, epoch_length)
 {
 	static struct epoch_len_case cases[] = {
-		{ 0, 25 * MS, 100 * MS },	{ 1 * MS, 25 * MS, 100 * MS },
-		{ 2 * MS, 25 * MS, 100 * MS },	{ 4 * MS, 32 * MS, 128 * MS },
+		{ 0, 50 * MS, 200 * MS },	{ 1 * MS, 50 * MS, 200 * MS },
+		{ 2 * MS, 50 * MS, 200 * MS },	{ 4 * MS, 50 * MS, 200 * MS },
 		{ 10 * MS, 80 * MS, 320 * MS }, { 50 * MS, 400 * MS, 1 * SEC },
 		{ 200 * MS, 1 * SEC, 1 * SEC },
 	};
@@ -602,8 +602,8 @@ Test(ab, group_probe_then_direct_probe)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
 }
 
-/* Verdict: the higher rate by more than 3%; within 3%, the lower mean
- * latency. */
+/* Verdict: group only when its rate is more than 10% higher, or when it is
+ * not lower and its mean latency is more than 10% lower; direct otherwise. */
 struct verdict_case {
 	char name[48];
 	uint64_t g_rate, g_lat, d_rate, d_lat;
@@ -615,12 +615,13 @@ ParameterizedTestParameters(ab, verdict)
 	static struct verdict_case cases[] = {
 		{ "group twice as fast", 3200, 4 * MS, 1600, 1 * MS, GC_AB_GROUP },
 		{ "direct twice as fast", 1600, 1 * MS, 3200, 4 * MS, GC_AB_DIRECT },
-		{ "direct +2%, group quicker", 4000, 1 * MS, 4080, 2 * MS, GC_AB_GROUP },
-		{ "direct +2%, direct quicker", 4000, 2 * MS, 4080, 1 * MS, GC_AB_DIRECT },
+		{ "group +12%", 4480, 3 * MS, 4000, 1 * MS, GC_AB_GROUP },
+		{ "group +8%: not enough", 4320, 3 * MS, 4000, 1 * MS, GC_AB_DIRECT },
+		{ "direct +2%, group quicker", 4000, 1 * MS, 4080, 2 * MS, GC_AB_DIRECT },
+		{ "equal rates, group clearly quicker", 4000, 1 * MS, 4000, 3 * MS, GC_AB_GROUP },
+		{ "equal rates, group a bit quicker", 4000, 1 * MS, 4000, 1100 * US, GC_AB_DIRECT },
+		{ "group +2%, group clearly quicker", 4080, 1 * MS, 4000, 2 * MS, GC_AB_GROUP },
 		{ "group +2%, direct quicker", 4080, 2 * MS, 4000, 1 * MS, GC_AB_DIRECT },
-		{ "equal rates, group quicker", 4000, 1 * MS, 4000, 3 * MS, GC_AB_GROUP },
-		{ "direct +4% beats latency", 4000, 1 * MS, 4160, 3 * MS, GC_AB_DIRECT },
-		{ "group +4% beats latency", 4160, 3 * MS, 4000, 1 * MS, GC_AB_GROUP },
 	};
 
 	return cr_make_param_array(struct verdict_case, cases, ARRAY_LEN(cases));
