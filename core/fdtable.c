@@ -15,7 +15,9 @@
  * close protocol can tell "still the entry I closed" from "reused since".
  * A chunk holds CHUNK_SIZE entries followed by CHUNK_SIZE inode numbers:
  * the file each entry was made for, to spot entries that outlived their
- * descriptor through a close we could not see (glibc-internal closes). */
+ * descriptor through a close we could not see (glibc-internal closes);
+ * then CHUNK_SIZE device numbers, a hint of the filesystem each fd last
+ * synced on. */
 static uint64_t *chunks[NCHUNKS];
 static uint32_t generation;
 
@@ -28,13 +30,13 @@ static uint64_t *slot(int fd, int create)
 	c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
-	fresh = mmap(NULL, 2 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+	fresh = mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
 	if (!__atomic_compare_exchange_n(&chunks[fd >> CHUNK_BITS], &c, fresh, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(fresh, 2 * CHUNK_SIZE * sizeof(uint64_t));
+		munmap(fresh, 3 * CHUNK_SIZE * sizeof(uint64_t));
 		/* c now holds the winner's chunk */
 	} else {
 		c = fresh;
@@ -78,6 +80,21 @@ void gc_fd_bind(int fd, uint64_t ino)
 
 	if (s)
 		__atomic_store_n(s + CHUNK_SIZE, ino, __ATOMIC_RELEASE);
+}
+
+void gc_fd_hint_dev(int fd, uint64_t dev)
+{
+	uint64_t *s = slot(fd, 1);
+
+	if (s && __atomic_load_n(s + 2 * CHUNK_SIZE, __ATOMIC_RELAXED) != dev)
+		__atomic_store_n(s + 2 * CHUNK_SIZE, dev, __ATOMIC_RELAXED);
+}
+
+uint64_t gc_fd_dev_hint(int fd)
+{
+	uint64_t *s = slot(fd, 0);
+
+	return s ? __atomic_load_n(s + 2 * CHUNK_SIZE, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t gc_fd_ino(int fd)

@@ -19,6 +19,10 @@ int gc_fd_set(int fd, int sync_flags);
  * behind by a close the library could not see. */
 void gc_fd_bind(int fd, uint64_t ino);
 uint64_t gc_fd_ino(int fd);
+/* A hint, never trusted for durability: the device @fd was last seen on
+ * (0: none). Lets a sync request find its domain's mode without fstat. */
+void gc_fd_hint_dev(int fd, uint64_t dev);
+uint64_t gc_fd_dev_hint(int fd);
 /* dup-style copy: @newfd now names @oldfd's description. */
 void gc_fd_copy(int oldfd, int newfd);
 /* close protocol: mark before the real close, finish after it. A concurrent

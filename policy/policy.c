@@ -23,14 +23,16 @@
 #define GC_AB_MIN_COMMITS 8
 #define GC_AB_HOLD_EPOCHS 4
 #define GC_AB_MAX_STREAK 4
-/* Grouping must beat direct calls by 10% to be chosen: short epochs on a
- * shared machine differ by that much between identical runs, and a wrong
- * "group" verdict costs more than a wrong "direct" one (the kernel batches
- * concurrent syncs itself). A winner by 25% or more gets two more steps of
- * hold at once (probing the loser costs), except on the first verdict,
- * measured while processes may still be starting. */
-#define GC_AB_MARGIN_PCT 10
-#define GC_AB_CLEAR_PCT 25
+/* Grouping must beat direct calls by 25% to be chosen: short epochs on a
+ * shared machine differ by 10-20% between identical runs, a direct probe
+ * that follows grouped epochs starts with every thread released at once
+ * (the kernel's own batching needs a while to find its pace again), and a
+ * wrong "group" verdict costs more than a wrong "direct" one. Where grouping
+ * pays (slow flushes) it wins by 70% and more. A winner by 50% or more gets
+ * two more steps of hold at once (probing the loser costs), except on the
+ * first verdict, measured while processes may still be starting. */
+#define GC_AB_MARGIN_PCT 25
+#define GC_AB_CLEAR_PCT 50
 
 static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
 {

@@ -13,14 +13,15 @@ GC_UNIT_GLOBALS;
 
 /* policy.c's hold rule: a verdict is held GC_AB_HOLD_EPOCHS << streak epochs,
  * streak being the number of identical verdicts before it, plus 2 for a
- * winner by 25% or more, at most 4. */
+ * winner by 50% or more, at most 4. */
 #define HOLD_EPOCHS 4
 #define MAX_STREAK 4
 #define CLEAR_BONUS 2
-/* Rates (per second) whose settled requests are whole in a 25 ms probe and a
- * 100 ms hold: CLOSE beats BASE by 20%, a narrow win; BASE beats SLOW by
+/* Rates (per second) whose settled requests are whole in a 50 ms probe and a
+ * 200 ms hold: CLOSE beats BASE by 35%, a narrow win (more than the 25%
+ * grouping needs, less than the 50% of a clear one); BASE beats SLOW by
  * 150%, a clear one. */
-#define R_CLOSE 4800
+#define R_CLOSE 5400
 #define R_BASE 4000
 #define R_SLOW 1600
 
@@ -602,8 +603,8 @@ Test(ab, group_probe_then_direct_probe)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
 }
 
-/* Verdict: group only when its rate is more than 10% higher, or when it is
- * not lower and its mean latency is more than 10% lower; direct otherwise. */
+/* Verdict: group only when its rate is more than 25% higher, or when it is
+ * not lower and its mean latency is more than 25% lower; direct otherwise. */
 struct verdict_case {
 	char name[48];
 	uint64_t g_rate, g_lat, d_rate, d_lat;
@@ -615,11 +616,11 @@ ParameterizedTestParameters(ab, verdict)
 	static struct verdict_case cases[] = {
 		{ "group twice as fast", 3200, 4 * MS, 1600, 1 * MS, GC_AB_GROUP },
 		{ "direct twice as fast", 1600, 1 * MS, 3200, 4 * MS, GC_AB_DIRECT },
-		{ "group +12%", 4480, 3 * MS, 4000, 1 * MS, GC_AB_GROUP },
-		{ "group +8%: not enough", 4320, 3 * MS, 4000, 1 * MS, GC_AB_DIRECT },
+		{ "group +30%", 5200, 3 * MS, 4000, 1 * MS, GC_AB_GROUP },
+		{ "group +20%: not enough", 4800, 3 * MS, 4000, 1 * MS, GC_AB_DIRECT },
 		{ "direct +2%, group quicker", 4000, 1 * MS, 4080, 2 * MS, GC_AB_DIRECT },
 		{ "equal rates, group clearly quicker", 4000, 1 * MS, 4000, 3 * MS, GC_AB_GROUP },
-		{ "equal rates, group a bit quicker", 4000, 1 * MS, 4000, 1100 * US, GC_AB_DIRECT },
+		{ "equal rates, group 20% quicker", 4000, 1 * MS, 4000, 1200 * US, GC_AB_DIRECT },
 		{ "group +2%, group clearly quicker", 4080, 1 * MS, 4000, 2 * MS, GC_AB_GROUP },
 		{ "group +2%, direct quicker", 4080, 2 * MS, 4000, 1 * MS, GC_AB_DIRECT },
 	};
@@ -714,7 +715,7 @@ Test(ab, repeated_verdicts_lengthen_the_hold)
 	}
 }
 
-/* A clear winner (by 25% or more) is re-probed less often: its streak
+/* A clear winner (by 50% or more) is re-probed less often: its streak
  * counts CLEAR_BONUS more, up to the longest hold; but not the very first
  * verdict, measured while everything is starting. */
 ParameterizedTestParameters(ab, clear_win_holds_longer)
