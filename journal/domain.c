@@ -285,8 +285,18 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 			free_i = i;
 	}
 	if (!live && dead) {
-		/* Only dead processes used it: whatever it holds is stale. */
+		/* Only dead processes used it: whatever it holds is stale, the
+		 * controller's verdicts too (they were about another workload);
+		 * what was learned about the device stays. */
+		struct gc_policy_state ps = d->j_policy;
+
 		gc_domain_reset_txns(d);
+		gc_policy_init(&d->j_policy);
+		d->j_policy.ps_commit_ns = ps.ps_commit_ns;
+		d->j_policy.ps_jbd2_avg_ns = ps.ps_jbd2_avg_ns;
+		d->j_policy.ps_commit_samples = ps.ps_commit_samples;
+		d->j_policy.ps_gran_ns = ps.ps_gran_ns;
+		d->j_policy.ps_gran_samples = ps.ps_gran_samples;
 		d->j_reclaims++;
 	}
 	if (free_i < 0)
