@@ -28,21 +28,12 @@ static inline bool full_sync(int flags)
 	return (flags & O_SYNC) == O_SYNC;
 }
 
-/* The real write returned @n; make it durable as O_SYNC/O_DSYNC would have.
- * @conv: the converted flags (O_SYNC asks data and metadata). */
-ssize_t gc_sync_after_write(int fd, ssize_t n, int conv)
+/* @n bytes were written to @fd (a regular file): make them durable as
+ * O_SYNC (@full) or O_DSYNC would have, then return @n, or -1 with errno. */
+static ssize_t sync_written(int fd, ssize_t n, bool full)
 {
 	int saved = errno, r;
-	bool full;
 
-	if (n <= 0)
-		return n; /* the kernel syncs nothing for a failed or empty write */
-	r = gc_conv_checked(fd);
-	if (!r) {
-		errno = saved;
-		return n; /* a stale entry: not a converted descriptor after all */
-	}
-	full = full_sync(conv | r);
 	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
 		gc_stat_inc(req_osync);
@@ -62,6 +53,20 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, int conv)
 	}
 	errno = saved;
 	return n;
+}
+
+/* The real write returned @n; make it durable as O_SYNC/O_DSYNC would have.
+ * @conv: the converted flags (O_SYNC asks data and metadata). */
+ssize_t gc_sync_after_write(int fd, ssize_t n, int conv)
+{
+	int now;
+
+	if (n <= 0)
+		return n; /* the kernel syncs nothing for a failed or empty write */
+	now = gc_conv_checked(fd);
+	if (!now)
+		return n; /* a stale entry: not a converted descriptor after all */
+	return sync_written(fd, n, full_sync(conv | now));
 }
 
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
@@ -177,20 +182,8 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	n = real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC));
 	if (n <= 0)
 		return n;
-	if (!conv) {
-		/* RWF_*SYNC on a regular file we do not track: no entry to check */
-		int saved = errno, r;
-
-		gc_depth++;
-		r = gc_sync(fd, !full, GC_FROM_OSYNC);
-		gc_depth--;
-		if (r < 0) {
-			errno = -r;
-			return -1;
-		}
-		errno = saved;
-		return n;
-	}
+	if (!conv) /* RWF_*SYNC on a regular file we do not track */
+		return sync_written(fd, n, full);
 	return gc_sync_after_write(fd, n, full ? O_SYNC : O_DSYNC);
 }
 
