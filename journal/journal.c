@@ -679,15 +679,8 @@ static bool handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64
 	return true;
 }
 
-int gc_sync(int fd, bool datasync, enum gc_origin origin)
+static void count_request(enum gc_origin origin)
 {
-	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
-	struct gc_domain *d;
-	struct stat st;
-	uint64_t now, start;
-	bool owner = false;
-	int r;
-
 	switch (origin) {
 	case GC_FROM_FSYNC:
 		gc_stat_inc(req_fsync);
@@ -698,6 +691,24 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	default:
 		gc_stat_inc(req_osync);
 	}
+}
+
+int gc_sync_direct(int fd, bool datasync, enum gc_origin origin)
+{
+	count_request(origin);
+	return direct(fd, datasync);
+}
+
+int gc_sync(int fd, bool datasync, enum gc_origin origin)
+{
+	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
+	struct gc_domain *d;
+	struct stat st;
+	uint64_t now, start;
+	bool owner = false;
+	int r;
+
+	count_request(origin);
 	/* policy none: the cost of interposition alone, nothing more */
 	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE)
 		return direct(fd, datasync);

@@ -13,6 +13,10 @@ enum gc_origin { GC_FROM_FSYNC, GC_FROM_FDATASYNC, GC_FROM_OSYNC };
  * Returns 0 or -errno. Never reports success without a covering real call. */
 int gc_sync(int fd, bool datasync, enum gc_origin origin);
 
+/* The same request served by its own real call at once, no coordination:
+ * for nested calls and signal handlers. Counted like any request. */
+int gc_sync_direct(int fd, bool datasync, enum gc_origin origin);
+
 /* fork handling (registered by the library constructor). */
 void gc_journal_atfork_prepare(void);
 void gc_journal_atfork_parent(void);

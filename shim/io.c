@@ -36,17 +36,12 @@ static ssize_t sync_written(int fd, ssize_t n, bool full)
 
 	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
-		gc_stat_inc(req_osync);
-		gc_stat_inc(direct);
-		r = full ? gc_real.fsync(fd) : gc_real.fdatasync(fd);
-		if (r < 0)
-			return -1;
-		errno = saved;
-		return n;
+		r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
+	} else {
+		gc_depth++;
+		r = gc_sync(fd, !full, GC_FROM_OSYNC);
+		gc_depth--;
 	}
-	gc_depth++;
-	r = gc_sync(fd, !full, GC_FROM_OSYNC);
-	gc_depth--;
 	if (r < 0) {
 		errno = -r;
 		return -1;
