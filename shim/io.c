@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "core/fdtable.h"
-#include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
