@@ -78,7 +78,7 @@ static bool lock_result(struct gc_domain *d, int r)
 		gc_domain_reset_txns(d);
 		d->j_recoveries++;
 		pthread_mutex_consistent(&d->j_lock);
-		gc_domain_wake(d);
+		gc_domain_wake_all(d);
 		return true;
 	}
 	return r == 0;
@@ -116,17 +116,26 @@ static int futex_op(const struct gc_domain *d, int op)
 	return d->j_shared ? op : op | FUTEX_PRIVATE_FLAG;
 }
 
-void gc_domain_wake(struct gc_domain *d)
+void gc_domain_wake(struct gc_domain *d, struct gc_wq *q)
 {
-	__atomic_add_fetch(&d->j_futex, 1, __ATOMIC_RELEASE);
-	if (d->j_waiters)
-		syscall(SYS_futex, &d->j_futex, futex_op(d, FUTEX_WAKE), INT_MAX, NULL, NULL,
+	__atomic_add_fetch(&q->wq_seq, 1, __ATOMIC_RELEASE);
+	if (q->wq_waiters)
+		syscall(SYS_futex, &q->wq_seq, futex_op(d, FUTEX_WAKE), INT_MAX, NULL, NULL,
 			0);
 }
 
-int gc_domain_wait(struct gc_domain *d, uint64_t deadline)
+void gc_domain_wake_all(struct gc_domain *d)
 {
-	uint32_t seq = d->j_futex;
+	int i;
+
+	gc_domain_wake(d, &d->j_wq_lead);
+	for (i = 0; i < GC_TXN_RING; i++)
+		gc_domain_wake(d, &d->j_wq_txn[i]);
+}
+
+int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline)
+{
+	uint32_t seq = q->wq_seq;
 	struct timespec ts, *tsp = NULL;
 	int old, r, e;
 
@@ -135,18 +144,20 @@ int gc_domain_wait(struct gc_domain *d, uint64_t deadline)
 		ts.tv_nsec = (long)(deadline % GC_NSEC_PER_SEC);
 		tsp = &ts;
 	}
-	d->j_waiters++;
+	q->wq_waiters++;
 	gc_domain_unlock(d);
 	/* Asynchronous cancellation only around the sleep, where no lock is
 	 * held and the handle is consistent: the cleanup handler can undo it. */
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
-	r = (int)syscall(SYS_futex, &d->j_futex, futex_op(d, FUTEX_WAIT_BITSET), seq, tsp,
+	r = (int)syscall(SYS_futex, &q->wq_seq, futex_op(d, FUTEX_WAIT_BITSET), seq, tsp,
 			 NULL, FUTEX_BITSET_MATCH_ANY);
 	e = errno;
 	pthread_setcanceltype(old, NULL);
 	if (!gc_domain_lock(d))
 		return -1;
-	d->j_waiters--;
+	/* a sleeper that died left its count behind: never below zero */
+	if (q->wq_waiters)
+		q->wq_waiters--;
 	return r < 0 && e == ETIMEDOUT;
 }
 

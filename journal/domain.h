@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 1
+#define GC_DOM_VERSION 2
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -61,6 +61,13 @@ struct gc_txn {
 	struct gc_hent t_hents[GC_TXN_HANDLES];
 };
 
+/* A wait queue in the domain's memory: a futex word bumped on each wake, and
+ * how many sleep on it, so a wake with nobody asleep costs no system call. */
+struct gc_wq {
+	uint32_t wq_seq;
+	uint32_t wq_waiters;
+};
+
 struct gc_domain {
 	uint64_t j_magic;	/* written last by the creator */
 	uint32_t j_version;
@@ -69,8 +76,11 @@ struct gc_domain {
 	uint32_t j_uid;
 	uint32_t j_shared;	/* futex and mutex are process-shared */
 	pthread_mutex_t j_lock;	/* robust when shared */
-	uint32_t j_futex;	/* bumped on every change waiters care about */
-	uint32_t j_waiters;
+	/* Who sleeps where, so that an event wakes only those it concerns:
+	 * the running transaction's leader on j_wq_lead (it decides when to
+	 * close), every other handle on its transaction's j_wq_txn[]. */
+	struct gc_wq j_wq_lead;
+	struct gc_wq j_wq_txn[GC_TXN_RING];
 	int32_t j_running;	/* ring index of the running transaction, or GC_NONE */
 	int32_t j_committing;	/* ring index of the committing one, or GC_NONE */
 	uint32_t j_multi;	/* the last commit had several inodes: stage first */
@@ -104,12 +114,15 @@ bool gc_domain_lock(struct gc_domain *d);
 bool gc_domain_trylock(struct gc_domain *d);
 /* Drops j_lock. */
 void gc_domain_unlock(struct gc_domain *d);
-/* With j_lock held: wake every waiter. */
-void gc_domain_wake(struct gc_domain *d);
-/* With j_lock held: sleep until woken or @deadline (0 = none), dropping the
- * lock meanwhile. Returns 1 on timeout, 0 when woken, -1 when the lock could
- * not be taken again. The sleep is a cancellation point. */
-int gc_domain_wait(struct gc_domain *d, uint64_t deadline);
+/* With j_lock held: wake every sleeper of queue @q. */
+void gc_domain_wake(struct gc_domain *d, struct gc_wq *q);
+/* With j_lock held: wake every sleeper of every queue (rare events: a peer
+ * reaped, a handle abandoned, state thrown away). */
+void gc_domain_wake_all(struct gc_domain *d);
+/* With j_lock held: sleep on @q until woken or @deadline (0 = none),
+ * dropping the lock meanwhile. Returns 1 on timeout, 0 when woken, -1 when
+ * the lock could not be taken again. The sleep is a cancellation point. */
+int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline);
 
 /* Futex wait on another word of the domain's memory, without j_lock, until
  * *@word != @val, a wake, or @deadline. Not a cancellation point. */

@@ -156,6 +156,23 @@ static int direct(int fd, bool datasync)
 
 /* ---- transactions (all called with j_lock held) ----------------------- */
 
+static struct gc_wq *txn_wq(struct gc_domain *d, const struct gc_txn *t)
+{
+	return &d->j_wq_txn[t - d->j_txns];
+}
+
+/* The committing slot became free: the running transaction's leader may
+ * now decide; with no leader, its handles pick one. */
+static void wake_running(struct gc_domain *d)
+{
+	if (d->j_running == GC_NONE)
+		return;
+	if (d->j_txns[d->j_running].t_leader)
+		gc_domain_wake(d, &d->j_wq_lead);
+	else
+		gc_domain_wake(d, &d->j_wq_txn[d->j_running]);
+}
+
 static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
 				const struct gc_handle *h, bool new_writer)
 {
@@ -219,6 +236,7 @@ static void txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 		d->j_committing = GC_NONE;
 		if (d->j_running != GC_NONE)
 			d->j_txns[d->j_running].t_lead_ns = now;
+		wake_running(d);
 	}
 	/* a stalled commit's latency says nothing about the device */
 	if (!t->t_detached)
@@ -254,7 +272,7 @@ static void txn_detach(struct gc_domain *d, struct gc_txn *t)
 		if (d->j_running != GC_NONE)
 			d->j_txns[d->j_running].t_lead_ns = gc_now_ns();
 	}
-	gc_domain_wake(d);
+	gc_domain_wake_all(d);
 }
 
 static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
@@ -287,7 +305,10 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 		gc_stat_inc(close_immediate);
 	if (!live)
 		txn_commit_end(d, t, now);
-	gc_domain_wake(d);
+	/* its handles become owners or wait for one; its leader may be asleep
+	 * on the leader's queue when a joiner closed it by count */
+	gc_domain_wake(d, txn_wq(d, t));
+	gc_domain_wake(d, &d->j_wq_lead);
 }
 
 /* Handle entry @e leaves @t without its result: cancelled, or its process
@@ -317,7 +338,7 @@ static void hent_abandon(struct gc_domain *d, struct gc_txn *t, int e)
 	}
 	if (t->t_state == T_DONE && !t->t_refs)
 		t->t_state = T_FREE;
-	gc_domain_wake(d);
+	gc_domain_wake_all(d);
 }
 
 /* Finds the parts of dead peers in every transaction and undoes them: their
@@ -325,6 +346,7 @@ static void hent_abandon(struct gc_domain *d, struct gc_txn *t, int e)
  * the real call, a dead leader's place becomes vacant. */
 static void reap(struct gc_domain *d)
 {
+	bool changed = false;
 	int i, e;
 	uint32_t k;
 
@@ -337,11 +359,13 @@ static void reap(struct gc_domain *d)
 			struct gc_hent *he = &t->t_hents[e];
 
 			if (he->he_used && !gc_alive(he->he_pid, he->he_tid))
-				hent_abandon(d, t, e);
+				hent_abandon(d, t, e); /* wakes everyone */
 		}
 		if (t->t_state == T_RUNNING && t->t_leader &&
-		    !gc_alive(t->t_leader_pid, t->t_leader))
+		    !gc_alive(t->t_leader_pid, t->t_leader)) {
 			t->t_leader = 0;
+			changed = true;
+		}
 		if (t->t_state != T_COMMITTING)
 			continue;
 		for (k = 0; k < t->t_inodes; k++) {
@@ -352,6 +376,7 @@ static void reap(struct gc_domain *d)
 				continue;
 			s->is_flags &= ~IS_CLAIMED;
 			s->is_owner = 0;
+			changed = true;
 			if (!s->is_handles) {
 				s->is_flags |= IS_DONE;
 				s->is_err = GC_ORPHAN;
@@ -360,7 +385,8 @@ static void reap(struct gc_domain *d)
 			}
 		}
 	}
-	gc_domain_wake(d);
+	if (changed)
+		gc_domain_wake_all(d);
 }
 
 static bool handle_valid(const struct gc_handle *h)
@@ -440,7 +466,9 @@ static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	s->is_flags |= IS_DONE;
 	if (!--h->h_txn->t_pending)
 		txn_commit_end(h->h_dom, h->h_txn, gc_now_ns());
-	gc_domain_wake(h->h_dom);
+	/* the other handles of this inode wait on the transaction's queue */
+	if (s->is_handles > 1)
+		gc_domain_wake(h->h_dom, txn_wq(h->h_dom, h->h_txn));
 	return true;
 }
 
@@ -451,17 +479,19 @@ static uint64_t reap_interval(const struct gc_domain *d)
 	return r < GC_REAP_MIN_NS ? GC_REAP_MIN_NS : r > GC_REAP_MAX_NS ? GC_REAP_MAX_NS : r;
 }
 
-/* Sleeps until woken, @deadline, or the next look for dead peers. Returns
- * 1 on reaching @deadline, 0 otherwise, -1 if the lock is lost. */
-static int handle_wait(struct gc_handle *h, uint64_t deadline)
+/* Sleeps until woken, @deadline, or the next look for dead peers: on the
+ * leader's queue when @lead, else on the transaction's. Returns 1 on
+ * reaching @deadline, 0 otherwise, -1 if the lock is lost. */
+static int handle_wait(struct gc_handle *h, bool lead, uint64_t deadline)
 {
 	struct gc_domain *d = h->h_dom;
+	struct gc_wq *q = lead ? &d->j_wq_lead : txn_wq(d, h->h_txn);
 	uint64_t now = gc_now_ns(), reap_at = now + reap_interval(d);
 	int r;
 
 	if (!d->j_shared)
-		return gc_domain_wait(d, deadline);
-	r = gc_domain_wait(d, deadline && deadline < reap_at ? deadline : reap_at);
+		return gc_domain_wait(d, q, deadline);
+	r = gc_domain_wait(d, q, deadline && deadline < reap_at ? deadline : reap_at);
 	if (r == 1 && (!deadline || deadline > gc_now_ns())) {
 		if (h->h_dom->j_gen == h->h_gen)
 			reap(d);
@@ -497,7 +527,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					txn_detach(d, c);
 					continue;
 				}
-				w = handle_wait(h, 0);
+				w = handle_wait(h, t->t_leader == h->h_tid, 0);
 			} else if (t->t_deadline_ns && now >= t->t_deadline_ns) {
 				txn_close(d, t, GC_CLOSE_TIMEOUT, now);
 				continue;
@@ -514,7 +544,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					continue;
 				}
 				if (t->t_leader != h->h_tid) {
-					w = handle_wait(h, t->t_deadline_ns);
+					w = handle_wait(h, false, t->t_deadline_ns);
 				} else {
 					tv.tv_handles = t->t_handles;
 					tv.tv_start_ns = t->t_start_ns;
@@ -526,7 +556,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					}
 					t->t_want = dec.d_count;
 					t->t_deadline_ns = dec.d_deadline_ns;
-					w = handle_wait(h, dec.d_deadline_ns);
+					w = handle_wait(h, true, dec.d_deadline_ns);
 					if (w == 1)
 						gc_policy_wait_overshoot(&d->j_policy,
 									 dec.d_deadline_ns,
@@ -550,7 +580,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 				h->h_done = true;
 				return GC_ORPHAN;
 			}
-			w = handle_wait(h, 0);
+			w = handle_wait(h, false, 0);
 		}
 		if (w < 0)
 			return -ENOLCK;
@@ -602,7 +632,11 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 	struct gc_policy_state *ps = &d->j_policy;
 
 	if (gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) && gc_domain_lock(d)) {
-		if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now))
+		if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {
+			/* a leader waiting for the threads now sent to direct
+			 * calls decides again, and closes at once */
+			if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
+				gc_domain_wake(d, &d->j_wq_lead);
 			gc_log(GC_LOG_DEBUG,
 			       "device %llx: %s calls now (t=%llu ms; measured grouped %llu/s %llu us, direct %llu/s %llu us)",
 			       (unsigned long long)d->j_dev,
@@ -612,6 +646,7 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 			       (unsigned long long)(ps->ps_ab_lat[GC_AB_GROUP] / 1000),
 			       (unsigned long long)(ps->ps_ab_rate[GC_AB_DIRECT] / 1000),
 			       (unsigned long long)(ps->ps_ab_lat[GC_AB_DIRECT] / 1000));
+		}
 		gc_domain_unlock(d);
 	}
 	return gc_policy_bypass(ps, &gc_cfg.c_policy, now);
@@ -812,7 +847,8 @@ void gc_journal_atfork_child(void)
 			continue;
 		}
 		gc_domain_reset_txns(d);
-		d->j_waiters = 0;
+		memset(&d->j_wq_lead, 0, sizeof(d->j_wq_lead));
+		memset(d->j_wq_txn, 0, sizeof(d->j_wq_txn));
 		d->j_policy.ps_recent_n = 0;
 		gc_domain_unlock(d);
 	}

@@ -294,6 +294,10 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
+	/* The controller has just moved to direct calls: the threads counted
+	 * above will not join, so waiting for them would only time out. */
+	if (gc_policy_bypass(ps, pc, now))
+		return close_now(GC_CLOSE_NOWAIT);
 	/* Wheeler (4): never wait when one thread does all the syncing. */
 	if (active <= 1)
 		return close_now(GC_CLOSE_LONE);

@@ -603,6 +603,32 @@ Test(ab, group_probe_then_direct_probe)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
 }
 
+/* A leader still waiting when the controller moves to direct calls closes
+ * at once: the threads it counts on now make their own calls. */
+Test(ab, direct_epoch_closes_a_waiting_transaction)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { 4000, 1600 }, { 2 * MS, 1 * MS }, 1 * MS };
+	uint64_t now = T0;
+	int32_t tid;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	for (int k = 0; k < 6; k++)	/* the EWMA settles on 1 ms */
+		commit(&ps, &pc, now, now, 1 * MS, 4, GC_CLOSE_COUNT);
+	for (tid = 1; tid <= 4; tid++)
+		gc_policy_arrive(&ps, &pc, tid, now);
+	expect_decision("group probe", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NONE,
+			now, 1 * MS, 4);
+	cr_assert(ab_step(&ps, &pc, &now, &w));
+	for (tid = 1; tid <= 4; tid++)
+		gc_policy_arrive(&ps, &pc, tid, now);
+	cr_assert(gc_policy_bypass(&ps, &pc, now));
+	expect_decision("direct probe", decide(&ps, &pc, 1, now, now, true),
+			GC_CLOSE_NOWAIT, now, 0, 0);
+}
+
 /* Verdict: group only when its rate is more than 25% higher, or when it is
  * not lower and its mean latency is more than 25% lower; direct otherwise. */
 struct verdict_case {
