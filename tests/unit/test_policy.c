@@ -742,8 +742,8 @@ Test(ab, repeated_verdicts_lengthen_the_hold)
 }
 
 /* A clear winner (by 50% or more) is re-probed less often: its streak
- * counts CLEAR_BONUS more, up to the longest hold; but not the very first
- * verdict, measured while everything is starting. */
+ * counts CLEAR_BONUS more, up to the longest hold; the very first verdict
+ * too. */
 ParameterizedTestParameters(ab, clear_win_holds_longer)
 {
 	static struct first_hold_case cases[] = { { GC_AB_GROUP }, { GC_AB_DIRECT } };
@@ -766,15 +766,16 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	ab_step(&ps, &pc, &now, &w);
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	/* the first verdict is measured while everything starts: no bonus */
-	want = HOLD_EPOCHS;
+	want = HOLD_EPOCHS << CLEAR_BONUS;
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear first verdict %s held %d epochs, want %d", name,
 		     held, want);
-	/* the same clear verdict again: one step for agreeing, the bonus */
+	/* the same clear verdict again: one step for agreeing, the bonus,
+	 * capped at the longest hold */
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << (1 + CLEAR_BONUS);
+	want = HOLD_EPOCHS << (CLEAR_BONUS + 1 + CLEAR_BONUS > MAX_STREAK
+				       ? MAX_STREAK : CLEAR_BONUS + 1 + CLEAR_BONUS);
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear again %s held %d epochs, want %d", name, held, want);
 
