@@ -548,6 +548,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 				} else {
 					tv.tv_handles = t->t_handles;
 					tv.tv_start_ns = t->t_start_ns;
+					tv.tv_free_ns = t->t_lead_ns;
 					tv.tv_leader_new_writer = t->t_leader_new_writer;
 					dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
 					if (dec.d_close != GC_CLOSE_NONE) {

@@ -267,12 +267,12 @@ static struct gc_decision close_now(enum gc_close_reason r)
 	return (struct gc_decision){ .d_close = r };
 }
 
-/* Close @wait after the first handle joined (never later than the cap on
- * any wait), or once @count handles joined; whichever first. A zero wait is
- * no wait, not a timeout. */
-static struct gc_decision wait_for(const struct gc_policy_cfg *pc,
-				   const struct gc_txn_view *tv, uint64_t now,
-				   uint64_t wait, uint32_t count)
+/* Close @wait after @from (never later than the cap on any wait), or once
+ * @count handles joined; whichever first. A zero wait is no wait, not a
+ * timeout. */
+static struct gc_decision wait_for_from(const struct gc_policy_cfg *pc,
+					const struct gc_txn_view *tv, uint64_t now,
+					uint64_t from, uint64_t wait, uint32_t count)
 {
 	uint64_t deadline;
 
@@ -281,10 +281,18 @@ static struct gc_decision wait_for(const struct gc_policy_cfg *pc,
 		return close_now(GC_CLOSE_NOWAIT);
 	if (count && tv->tv_handles >= count)
 		return close_now(GC_CLOSE_COUNT);
-	deadline = tv->tv_start_ns + wait;
+	deadline = from + wait;
 	if (now >= deadline)
 		return close_now(GC_CLOSE_TIMEOUT);
 	return (struct gc_decision){ .d_deadline_ns = deadline, .d_count = count };
+}
+
+/* The wait counts from when the first handle joined (jbd2, fixed, siblings). */
+static struct gc_decision wait_for(const struct gc_policy_cfg *pc,
+				   const struct gc_txn_view *tv, uint64_t now,
+				   uint64_t wait, uint32_t count)
+{
+	return wait_for_from(pc, tv, now, tv->tv_start_ns, wait, count);
 }
 
 static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
@@ -308,9 +316,15 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	/* Wheeler (5): a device that commits faster than we can time a wait. */
 	if (ps->ps_commit_ns <= ps->ps_gran_ns)
 		return close_now(GC_CLOSE_FAST);
-	/* Dilger: as many as are syncing; Bacik: no longer than a commit. */
+	/* Dilger: as many as are syncing; Bacik: no longer than a commit.
+	 * The wait counts from when the domain could first commit this
+	 * transaction: time spent behind another commit is not waiting, and
+	 * counting it lets a commit longer than the wait split the writers in
+	 * two halves that miss each other's transactions for good. */
 	wait = ps->ps_commit_ns * pc->pc_wait_pct / 100;
-	return wait_for(pc, tv, now, wait, active);
+	return wait_for_from(pc, tv, now,
+			     tv->tv_free_ns > tv->tv_start_ns ? tv->tv_free_ns : tv->tv_start_ns,
+			     wait, active);
 }
 
 static struct gc_decision decide_jbd2(const struct gc_policy_state *ps,

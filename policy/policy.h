@@ -115,6 +115,8 @@ const char *gc_close_reason_name(enum gc_close_reason r);
 struct gc_txn_view {
 	uint32_t tv_handles;		/* handles joined so far */
 	uint64_t tv_start_ns;		/* when the first handle joined */
+	uint64_t tv_free_ns;		/* when the domain could first commit it (no other
+					 * committing); 0 = at its start */
 	bool tv_leader_new_writer;	/* gc_policy_arrive() result for the first handle */
 };
 

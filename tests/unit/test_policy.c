@@ -217,6 +217,42 @@ Test(adaptive, slow_device_waits_fast_device_does_not)
 	expect_decision("fast", decide(&fast, &pc, 1, t, t, true), GC_CLOSE_FAST, t, 0, 0);
 }
 
+/* A transaction that filled up behind a longer commit still gets its whole
+ * wait once the domain is free: otherwise it times out at once, and the
+ * writers still coming back from that commit miss it, split for good into
+ * two halves. jbd2 keeps the kernel's rule (its wait counts from the start). */
+Test(adaptive, wait_counts_from_when_the_domain_is_free)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_cfg pj = cfg(GC_POL_JBD2);
+	struct gc_policy_state ps;
+	uint64_t t = T0, start, free_at;
+	struct gc_txn_view tv = { .tv_handles = 3, .tv_leader_new_writer = true };
+	int32_t tid;
+
+	gc_policy_init(&ps);
+	for (int k = 0; k < 6; k++) {
+		commit(&ps, &pc, t, t, 10 * MS, 4, GC_CLOSE_COUNT);
+		t += 20 * MS;
+	}
+	for (tid = 1; tid <= 4; tid++)
+		gc_policy_arrive(&ps, &pc, tid, t);
+	start = t;
+	free_at = t + 12 * MS;	/* the commit ahead of it took 12 ms */
+	tv.tv_start_ns = start;
+	tv.tv_free_ns = free_at;
+	expect_decision("free later", gc_policy_decide(&ps, &pc, &tv, free_at), GC_CLOSE_NONE,
+			free_at, 10 * MS, 4);
+	expect_decision("at its deadline", gc_policy_decide(&ps, &pc, &tv, free_at + 10 * MS),
+			GC_CLOSE_TIMEOUT, 0, 0, 0);
+	tv.tv_free_ns = 0;
+	expect_decision("free from the start", gc_policy_decide(&ps, &pc, &tv, start + 1 * MS),
+			GC_CLOSE_NONE, start, 10 * MS, 4);
+	tv.tv_free_ns = free_at;
+	expect_decision("jbd2 counts from the start",
+			gc_policy_decide(&ps, &pj, &tv, free_at), GC_CLOSE_TIMEOUT, 0, 0, 0);
+}
+
 /* Dilger: a thread that dropped out costs one timeout, and the next
  * transaction expects one fewer. */
 Test(adaptive, dropped_thread_costs_one_timeout)
