@@ -518,6 +518,20 @@ labels=$(for w in $all_wl; do printf '%s|%s;' "$w" "$(wl_label "$w")"; done)
 render_tables() {
 	awk -F"\t" -v labels="$labels" -v order="$all_wl" -v flush="$flush_us" '
 	function num(v, f) { return v == "-" || v == "" ? "failed" : sprintf(f, v) }
+	# median and range of the per-repetition ratios libgc/base: each
+	# repetition ran both back to back, so slow drifts of the machine
+	# cancel out of each ratio
+	function paired(b, g,   nb, ng, ab, ag, i, j, n, r, t) {
+		nb = split(b, ab, ","); ng = split(g, ag, ",")
+		n = 0
+		for (i = 1; i <= nb && i <= ng; i++)
+			if (ab[i] + 0 > 0 && ag[i] != "-" && ag[i] != "")
+				r[++n] = ag[i] / ab[i]
+		if (n < 2) return "-"
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && r[j - 1] > r[j]; j--) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
+		return sprintf("%.2f× (%.2f–%.2f)", n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2, r[1], r[n])
+	}
 	function rat(r, g, m,   s) {
 		if (r == "-" || r == "") return "-"
 		s = sprintf("%.2f×", r)
@@ -558,18 +572,19 @@ render_tables() {
 			for (w = 1; w <= nw; w++) if ((dev SUBSEP worder[w]) in cnt) any = 1
 			if (!any) continue
 			printf "\n### %s\n\n", title[dev]
-			print "| workload | N | base | libgc | ×base | real/req | policy=none | ×base | fsync off | ×base | spread |"
-			print "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|"
+			print "| workload | N | base | libgc | ×base | paired ×base (range) | real/req | policy=none | ×base | fsync off | ×base | spread |"
+			print "|---|---:|---:|---:|---|---|---:|---:|---|---:|---:|---:|"
 			for (w = 1; w <= nw; w++) {
 				wl = worder[w]
 				if (!((dev SUBSEP wl) in cnt)) continue
 				nc = split(cnt[dev SUBSEP wl], cs, " ")
 				for (c = 1; c <= nc; c++) {
 					k = dev SUBSEP wl SUBSEP cs[c]
-					printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+					printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 						c == 1 ? name[wl] " (" unit[wl] ")" : "", cs[c],
 						num(med[k, "base"], "%.0f"),
 						num(med[k, "libgc"], "%.0f"), rat(ratio[k, "libgc"], goal[k, "libgc"], met[k, "libgc"]),
+						paired(runs[k, "base"], runs[k, "libgc"]),
 						rpr[k, "libgc"] == "-" ? "-" : sprintf("%.2f", rpr[k, "libgc"]),
 						num(med[k, "none"], "%.0f"), rat(ratio[k, "none"], goal[k, "none"], met[k, "none"]),
 						num(med[k, "nosync"], "%.0f"), rat(ratio[k, "nosync"], "", ""),
@@ -790,7 +805,9 @@ plot || plotted=no
 	echo
 	echo "## Results"
 	echo
-	echo "Medians. ×base = condition / base. real/req = real syncs that reached the kernel per" \
+	echo "Medians. ×base = condition / base. paired ×base = median (and range) of the ratios" \
+		"libgc / base of each repetition, whose runs followed each other." \
+		"real/req = real syncs that reached the kernel per" \
 		"sync request under libgc (from LIBGC_REPORT). spread = largest (max − min) / median of" \
 		"the runs of one condition in the row. ✗ marks a cell that misses its goal."
 	render_tables
