@@ -247,12 +247,8 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 			ps->ps_ab_switches++;
 		ps->ps_ab_streak = 0;
 	}
-	/* A clear winner is re-probed less often: the loser's epochs cost (a
-	 * direct probe on a slow disk runs at about half speed). A first
-	 * verdict only when grouping won it: its group epoch came first, with
-	 * threads still starting, so startup can understate a group win but
-	 * also fake a direct one. */
-	if ((ps->ps_ab_last != GC_AB_NONE || win == GC_AB_GROUP) &&
+	/* A clear winner is re-probed less often: the loser's epochs cost. */
+	if (ps->ps_ab_last != GC_AB_NONE &&
 	    ps->ps_ab_rate[win] * 100 >= ps->ps_ab_rate[win ^ 1] * (100 + GC_AB_CLEAR_PCT))
 		ps->ps_ab_streak += 2;
 	if (ps->ps_ab_streak > GC_AB_MAX_STREAK)

@@ -778,8 +778,8 @@ Test(ab, repeated_verdicts_lengthen_the_hold)
 }
 
 /* A clear winner (by 50% or more) is re-probed less often: its streak
- * counts CLEAR_BONUS more, up to the longest hold; at the very first
- * verdict only when grouping won (startup can fake a direct win). */
+ * counts CLEAR_BONUS more, up to the longest hold; but not the very first
+ * verdict, measured while everything is starting. */
 ParameterizedTestParameters(ab, clear_win_holds_longer)
 {
 	static struct first_hold_case cases[] = { { GC_AB_GROUP }, { GC_AB_DIRECT } };
@@ -793,7 +793,7 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	struct gc_policy_state ps;
 	struct world w = { { R_SLOW, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
 	const char *name = c->winner == GC_AB_GROUP ? "group" : "direct";
-	int want, held, first;
+	int want, held;
 	uint64_t now = T0;
 
 	w.per_sec[c->winner] = R_BASE;
@@ -802,17 +802,15 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	ab_step(&ps, &pc, &now, &w);
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	first = c->winner == GC_AB_GROUP ? CLEAR_BONUS : 0;
-	want = HOLD_EPOCHS << first;
+	/* the first verdict is measured while everything starts: no bonus */
+	want = HOLD_EPOCHS;
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear first verdict %s held %d epochs, want %d", name,
 		     held, want);
-	/* the same clear verdict again: one step for agreeing, the bonus,
-	 * capped at the longest hold */
+	/* the same clear verdict again: one step for agreeing, the bonus */
 	ab_step(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << (first + 1 + CLEAR_BONUS > MAX_STREAK
-				       ? MAX_STREAK : first + 1 + CLEAR_BONUS);
+	want = HOLD_EPOCHS << (1 + CLEAR_BONUS);
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "clear again %s held %d epochs, want %d", name, held, want);
 
