@@ -153,8 +153,8 @@ static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
 
 /* Grouped epochs are measured from their Nth commit on: the first commits
  * after a switch still carry requests (and sync threads not yet counted) of
- * the other mode; the very first epoch, with processes still starting and
- * nothing learned, settles longer. */
+ * the other mode; the very first grouped epoch, with processes still
+ * starting and nothing learned, settles longer. */
 static uint32_t ab_settle_commits(const struct gc_policy_state *ps)
 {
 	return ps->ps_ab_last == GC_AB_NONE ? 8 : 2;
@@ -219,7 +219,9 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
 	if (!ps->ps_ab_epoch_start) {
-		ab_start(ps, GC_AB_GROUP, GC_AB_PROBE, now);
+		/* Direct first: until grouping has measured faster the
+		 * program runs as it would bare. */
+		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
 		return false;
 	}
 	reqs = __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED);

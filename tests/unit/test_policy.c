@@ -447,14 +447,14 @@ static uint32_t mode_now(const struct gc_policy_state *ps,
 	return gc_policy_bypass(ps, pc, now) ? GC_AB_DIRECT : GC_AB_GROUP;
 }
 
-/* Opens the first epoch: a group probe. */
+/* Opens the first epoch: a direct probe (do no harm before measuring). */
 static void ab_open(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		    uint64_t now)
 {
 	cr_assert(gc_policy_epoch_due(ps, pc, now), "first request opens an epoch");
 	cr_assert_not(gc_policy_epoch_end(ps, pc, now), "opening is not a change");
 	cr_assert_not(gc_policy_epoch_due(ps, pc, now));
-	cr_assert_eq(mode_now(ps, pc, now), GC_AB_GROUP, "the first probe groups");
+	cr_assert_eq(mode_now(ps, pc, now), GC_AB_DIRECT, "the first probe is direct");
 	cr_assert_eq(ps->ps_ab_phase, GC_AB_PROBE);
 }
 
@@ -506,13 +506,12 @@ static int ab_run_while_same(struct gc_policy_state *ps, const struct gc_policy_
 	return n;
 }
 
-Test(ab, first_call_opens_a_group_probe)
+Test(ab, first_call_opens_a_direct_probe)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 
 	gc_policy_init(&ps);
-	cr_expect_not(gc_policy_bypass(&ps, &pc, T0), "groups before any epoch");
 	ab_open(&ps, &pc, T0);
 	cr_expect_eq(ps.ps_ab_epoch_start, T0);
 	cr_expect_eq(ps.ps_ab_epoch_len, 50 * MS, "a probe epoch lasts 50 ms");
@@ -526,52 +525,45 @@ Test(ab, epoch_needs_time_requests_and_commits)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t settled = T0 + 50 * MS / 4, end = T0 + 50 * MS;
+	uint64_t settled = T0 + 50 * MS / 4, end = T0 + 50 * MS, end2 = end + 50 * MS;
+	uint64_t settled2 = end + 50 * MS / 4;
 	int i;
 
+	/* the first epoch is direct: it makes no commits, requests suffice */
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
-	for (i = 0; i < 16; i++)
-		commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
 	for (i = 0; i < 7; i++)
 		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "7 requests are too few");
 	cr_expect_not(gc_policy_epoch_end(&ps, &pc, end));
 	cr_expect_eq(ps.ps_ab_reqs, 7, "an early epoch_end must not reset the count");
-	cr_expect_eq(mode_now(&ps, &pc, end), GC_AB_GROUP);
+	cr_expect_eq(mode_now(&ps, &pc, end), GC_AB_DIRECT);
 	gc_policy_account(&ps, T0, settled + 2 * MS);	/* began unsettled */
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "unsettled one not counted");
 	gc_policy_account(&ps, settled, settled + 2 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end - 1), "too early");
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 8 + 8 commits, 25 ms");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 50 ms");
+	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the group probe");
+	cr_assert_not(gc_policy_bypass(&ps, &pc, end));
 
-	/* grouped, requests alone are not enough: 15 commits say too little */
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
+	/* grouped, requests alone are not enough: the very first grouped
+	 * epoch settles 8 commits, then needs 8 to judge by */
 	for (i = 0; i < 15; i++)
-		commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
+		commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
 	for (i = 0; i < 50; i++)
-		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "15 commits are too few");
-	commit(&ps, &pc, T0, T0, 1 * MS, 2, GC_CLOSE_COUNT);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "16 commits");
-
-	/* direct calls make no commits: requests suffice */
-	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the direct probe");
-	cr_assert(gc_policy_bypass(&ps, &pc, end));
-	settled = end + 50 * MS / 4;
-	for (i = 0; i < 8; i++)
-		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end + 50 * MS), "direct: no commits needed");
+		gc_policy_account(&ps, settled2 + (uint64_t)i * US, settled2 + 1 * MS);
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end2), "15 commits are too few");
+	commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 50 ms");
 
 	/* a quiet epoch still ends at the 1 s cap */
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + SEC - 1));
 	cr_expect(gc_policy_epoch_due(&ps, &pc, T0 + SEC));
-	cr_expect(gc_policy_epoch_end(&ps, &pc, T0 + SEC), "moves on to the direct probe");
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 0);
-	cr_expect_eq(ps.ps_ab_lat[GC_AB_GROUP], UINT64_MAX, "no requests: no latency");
+	cr_expect(gc_policy_epoch_end(&ps, &pc, T0 + SEC), "moves on to the group probe");
+	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 0);
+	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], UINT64_MAX, "no requests: no latency");
 }
 
 /* Epochs stretch with the commit latency (probes 8, holds 32 commits; cap
@@ -607,7 +599,7 @@ ParameterizedTest(struct epoch_len_case *c, ab, epoch_length)
 	ab_open(&ps, &pc, now);
 	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns, "commit %llu: probe epoch %llu",
 		     (unsigned long long)c->commit_ns, (unsigned long long)ps.ps_ab_epoch_len);
-	/* group probe, direct probe, then a held verdict */
+	/* direct probe, group probe, then a held verdict */
 	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns);
 	ab_step(&ps, &pc, &now, &w);
@@ -616,7 +608,9 @@ ParameterizedTest(struct epoch_len_case *c, ab, epoch_length)
 		     (unsigned long long)c->commit_ns, (unsigned long long)ps.ps_ab_epoch_len);
 }
 
-Test(ab, group_probe_then_direct_probe)
+/* The first probe is direct: before anything is measured the program runs
+ * as it would bare; grouping has to earn its place. */
+Test(ab, direct_probe_then_group_probe)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
@@ -625,16 +619,16 @@ Test(ab, group_probe_then_direct_probe)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	cr_expect(ab_step(&ps, &pc, &now, &w), "the group probe hands over to direct");
-	cr_expect(gc_policy_bypass(&ps, &pc, now), "the second probe is direct");
+	cr_expect(ab_step(&ps, &pc, &now, &w), "the direct probe hands over to group");
+	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "the second probe groups");
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
-	/* 75 settled requests in 18.75 ms = 4000/s, kept x1000; the slow
+	/* 30 settled requests in 37.5 ms = 1600/s, kept x1000; the slow
 	 * stragglers of before the epoch count neither in rate nor latency */
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 4000 * 1000);
-	cr_expect_eq(ps.ps_ab_lat[GC_AB_GROUP], 2 * MS);
-	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 1600 * 1000);
 	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], 1 * MS);
+	cr_expect_not(ab_step(&ps, &pc, &now, &w), "group held: no change from its probe");
+	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 4000 * 1000);
+	cr_expect_eq(ps.ps_ab_lat[GC_AB_GROUP], 2 * MS);
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
 }
@@ -651,17 +645,19 @@ Test(ab, direct_epoch_closes_a_waiting_transaction)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
+	cr_assert(ab_step(&ps, &pc, &now, &w), "direct probe, then group");
 	for (int k = 0; k < 6; k++)	/* the EWMA settles on 1 ms */
 		commit(&ps, &pc, now, now, 1 * MS, 4, GC_CLOSE_COUNT);
 	for (tid = 1; tid <= 4; tid++)
 		gc_policy_arrive(&ps, &pc, tid, now);
 	expect_decision("group probe", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NONE,
 			now, 1 * MS, 4);
+	w.per_sec[GC_AB_GROUP] = 800;	/* group measures slower: direct held */
 	cr_assert(ab_step(&ps, &pc, &now, &w));
 	for (tid = 1; tid <= 4; tid++)
 		gc_policy_arrive(&ps, &pc, tid, now);
 	cr_assert(gc_policy_bypass(&ps, &pc, now));
-	expect_decision("direct probe", decide(&ps, &pc, 1, now, now, true),
+	expect_decision("direct held", decide(&ps, &pc, 1, now, now, true),
 			GC_CLOSE_NOWAIT, now, 0, 0);
 }
 
@@ -705,8 +701,8 @@ ParameterizedTest(struct verdict_case *c, ab, verdict)
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
 	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
 		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
-	/* the verdict follows the direct probe: a change means group won */
-	cr_expect_eq(changed, c->winner == GC_AB_GROUP, "%s: epoch_end result", c->name);
+	/* the verdict follows the group probe: a change means direct won */
+	cr_expect_eq(changed, c->winner == GC_AB_DIRECT, "%s: epoch_end result", c->name);
 }
 
 /* A narrow first verdict holds GC_AB_HOLD_EPOCHS epochs, whichever mode
@@ -869,8 +865,8 @@ Test(ab, reprobe_switches_both_ways)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	cr_expect(ab_step(&ps, &pc, &now, &w), "group probe -> direct probe");
-	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group held");
+	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group probe");
+	cr_expect_not(ab_step(&ps, &pc, &now, &w), "group probe -> group held");
 	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
 	cr_assert_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	sw = ps.ps_ab_switches;
