@@ -16,7 +16,7 @@
 #define GC_ACTIVE_MAX_NS (1 * GC_NSEC_PER_SEC)
 /* Group-or-direct controller. Probe epochs are short, hold epochs longer;
  * a hold lasts GC_AB_HOLD_EPOCHS << streak epochs. */
-#define GC_AB_PROBE_NS (50 * GC_NSEC_PER_MSEC)
+#define GC_AB_PROBE_NS (25 * GC_NSEC_PER_MSEC)
 #define GC_AB_HOLD_NS (200 * GC_NSEC_PER_MSEC)
 #define GC_AB_MAX_EPOCH_NS (1 * GC_NSEC_PER_SEC)
 #define GC_AB_MIN_REQS 8

@@ -17,11 +17,11 @@ GC_UNIT_GLOBALS;
 #define HOLD_EPOCHS 4
 #define MAX_STREAK 4
 #define CLEAR_BONUS 2
-/* Rates (per second) whose settled requests are whole in a 50 ms probe and a
- * 200 ms hold: CLOSE beats BASE by 35%, a narrow win (more than the 25%
+/* Rates (per second) whose settled requests are whole in a 25 ms probe and a
+ * 200 ms hold: CLOSE beats BASE by 36%, a narrow win (more than the 25%
  * grouping needs, less than the 50% of a clear one); BASE beats SLOW by
  * 150%, a clear one. */
-#define R_CLOSE 5400
+#define R_CLOSE 5440
 #define R_BASE 4000
 #define R_SLOW 1600
 
@@ -514,7 +514,7 @@ Test(ab, first_call_opens_a_direct_probe)
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
 	cr_expect_eq(ps.ps_ab_epoch_start, T0);
-	cr_expect_eq(ps.ps_ab_epoch_len, 50 * MS, "a probe epoch lasts 50 ms");
+	cr_expect_eq(ps.ps_ab_epoch_len, 25 * MS, "a probe epoch lasts 25 ms");
 }
 
 /* An epoch ends after its length once it has 8 settled requests and, when
@@ -525,8 +525,8 @@ Test(ab, epoch_needs_time_requests_and_commits)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t settled = T0 + 50 * MS / 4, end = T0 + 50 * MS, end2 = end + 50 * MS;
-	uint64_t settled2 = end + 50 * MS / 4;
+	uint64_t settled = T0 + 25 * MS / 4, end = T0 + 25 * MS, end2 = end + 25 * MS;
+	uint64_t settled2 = end + 25 * MS / 4;
 	int i;
 
 	/* the first epoch is direct: it makes no commits, requests suffice */
@@ -542,7 +542,7 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "unsettled one not counted");
 	gc_policy_account(&ps, settled, settled + 2 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end - 1), "too early");
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 50 ms");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 25 ms");
 	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the group probe");
 	cr_assert_not(gc_policy_bypass(&ps, &pc, end));
 
@@ -554,7 +554,7 @@ Test(ab, epoch_needs_time_requests_and_commits)
 		gc_policy_account(&ps, settled2 + (uint64_t)i * US, settled2 + 1 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end2), "15 commits are too few");
 	commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 50 ms");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 25 ms");
 
 	/* a quiet epoch still ends at the 1 s cap */
 	gc_policy_init(&ps);
@@ -577,8 +577,8 @@ struct epoch_len_case {
 ParameterizedTestParameters(ab, epoch_length)
 {
 	static struct epoch_len_case cases[] = {
-		{ 0, 50 * MS, 200 * MS },	{ 1 * MS, 50 * MS, 200 * MS },
-		{ 2 * MS, 50 * MS, 200 * MS },	{ 4 * MS, 50 * MS, 200 * MS },
+		{ 0, 25 * MS, 200 * MS },	{ 1 * MS, 25 * MS, 200 * MS },
+		{ 2 * MS, 25 * MS, 200 * MS },	{ 4 * MS, 32 * MS, 200 * MS },
 		{ 10 * MS, 80 * MS, 320 * MS }, { 50 * MS, 400 * MS, 1 * SEC },
 		{ 200 * MS, 1 * SEC, 1 * SEC },
 	};
