@@ -63,22 +63,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {
-	n=$((n + 1))
-	echo "not ok $n - $1"
-	shift
-	for l in "$@"; do
-		while IFS= read -r x; do echo "# $x"; done <<<"$l"
-	done
-}
-
-sd() {
-	timeout 120 bash "$SD" "$@"
-}
+. tests/tap.sh
 
 # Value of KEY in the key=value words of the text on stdin (last match).
 kv() {

@@ -1,0 +1,24 @@
+# TAP helpers shared by the shell suites (sourced from the project root).
+# They count in $n; set n=0 and print the plan first.
+
+# ok DESCRIPTION
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+
+# not_ok DESCRIPTION [DIAGNOSTIC...]: every line of every diagnostic becomes
+# a "# " comment, so multi-line output cannot break the TAP stream.
+not_ok() {
+	n=$((n + 1))
+	echo "not ok $n - $1"
+	shift
+	for l in "$@"; do
+		while IFS= read -r x; do echo "# $x"; done <<<"$l"
+	done
+}
+
+# sd ARGS...: the slow-disk CLI ($SD), bounded so a hung stack fails the test
+sd() {
+	timeout 120 bash "$SD" "$@"
+}
