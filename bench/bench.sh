@@ -9,6 +9,9 @@
 #   BENCH_SLOW, BENCH_DISK   workloads per device ("" skips that device)
 #   BENCH_DIR=/var/tmp       where the machine's-disk folder is made
 #   BENCH_FLUSH_US=4000      flush latency of the slow disk
+#   BENCH_JOURNAL_MB=128     the slow disk's ext4 journal (1 GiB image)
+#   BENCH_FSMARK_FILES       fs_mark files per process: a number, or auto
+#                            (sized to last about BENCH_SECS); full: 1000
 #   BENCH_OUT=bench/results  where the results go
 set -eu
 
@@ -22,16 +25,19 @@ all_wl="shared-t shared-p each-t each-p fsmark-p odsync-t odsync-p sysbench-t"
 mode=${BENCH:-quick}
 case $mode in
 smoke)
-	counts="2" secs=1 reps=1 mreps=1 mcalls=20000
+	counts="2" secs=1 reps=1 mreps=1 mcalls=20000 fsm_files=auto
 	slow_wl=$all_wl disk_wl=$all_wl
 	;;
 quick)
-	counts="1 2 8 16" secs=1 reps=3 mreps=5 mcalls=100000
+	counts="1 2 8 16" secs=1 reps=3 mreps=5 mcalls=100000 fsm_files=auto
 	slow_wl="shared-t shared-p each-t fsmark-p odsync-t sysbench-t"
 	disk_wl="shared-t each-t fsmark-p"
 	;;
 full)
 	counts="1 2 4 8 16" secs=2 reps=5 mreps=9 mcalls=200000
+	# fs_mark's own default: the command as people run it, about 10-20 s
+	# a run on the slow disk
+	fsm_files=1000
 	slow_wl=$all_wl disk_wl=$all_wl
 	;;
 *)
@@ -47,6 +53,14 @@ slow_wl=${BENCH_SLOW-$slow_wl}
 disk_wl=${BENCH_DISK-$disk_wl}
 base_dir=${BENCH_DIR:-/var/tmp}
 flush_us=${BENCH_FLUSH_US:-4000}
+journal_mb=${BENCH_JOURNAL_MB:-128}
+fsm_files=${BENCH_FSMARK_FILES:-$fsm_files}
+if [ "$fsm_files" = auto ]; then
+	fsm_desc="FILES per process sized from a bare run to last about ${secs} s"
+else
+	fsm_desc="FILES = $fsm_files per process"
+fi
+launch_lim=
 out_dir=${BENCH_OUT:-$root/bench/results}
 conds="base libgc none nosync"
 
@@ -64,6 +78,8 @@ uint BENCH_SECS "$secs"
 uint BENCH_REPS "$reps"
 uint BENCH_MICRO_REPS "$mreps"
 uint BENCH_FLUSH_US "$flush_us"
+uint BENCH_JOURNAL_MB "$journal_mb"
+[ "$fsm_files" = auto ] || uint BENCH_FSMARK_FILES "$fsm_files"
 for n in $counts; do uint BENCH_COUNTS "$n"; done
 for w in $slow_wl $disk_wl; do
 	[[ " $all_wl " == *" $w "* ]] || die "unknown workload '$w' (known: $all_wl)"
@@ -153,7 +169,7 @@ fmt() { # fmt PRINTF-FORMAT VALUE
 # launch COND REPORT CMD...: runs CMD bare (base), under libgc with its
 # defaults (libgc) or with policy=none (none), or under eatmydata (nosync).
 launch() {
-	local cond=$1 report=$2 lim=$((secs * 10 + 60))
+	local cond=$1 report=$2 lim=${launch_lim:-$((secs * 10 + 60))}
 	shift 2
 	case $cond in
 	base) timeout -k 5 "$lim" "$@" ;;
@@ -205,6 +221,9 @@ run_one() {
 	fsmark-p)
 		# relative: fs_mark takes directory names under 40 bytes only
 		cmd=(fs_mark -S1 -s 4096 -t "$n" -n "$files" -d f -l "$work/fsmark.log")
+		# a fixed file count is not bounded by SECS: a bare run at one
+		# flush at a time is 1000 files in 10-20 s on the slow disk
+		[ "$fsm_files" = auto ] || launch_lim=900
 		;;
 	sysbench-t)
 		cmd=(sysbench fileio "${sb_opts[@]}" --file-test-mode=rndwr --file-fsync-freq=1
@@ -253,6 +272,7 @@ run_one() {
 	if [ "$cond" = libgc ] || [ "$cond" = none ]; then
 		read -r R_REAL R_REQ < <(report_sum "$work/report")
 	fi
+	launch_lim=
 	[ "$wl" = sysbench-t ] || rm -rf "$d"
 	# Leave no dirty data to the next run (fsync disabled leaves plenty).
 	sync -f "$top" 2>/dev/null || sync
@@ -262,6 +282,10 @@ run_one() {
 # lasts about $secs, the same file count for every condition of the cell.
 fsmark_files() {
 	local top=$1 n=$2 rate files
+	if [ "$fsm_files" != auto ]; then
+		echo "$fsm_files"
+		return
+	fi
 	run_one "$top" fsmark-p "$n" base 16
 	rate=${R_VAL:-100}
 	files=$(awk -v r="$rate" -v s="$secs" -v n="$n" \
@@ -472,7 +496,11 @@ if [ -n "$slow_wl" ]; then
 	slow_name=bench-$$
 	rc=0
 	# its last line on stdout is the mount point
-	slow_mnt=$(bash "$slowdisk" up --name "$slow_name" --flush-us "$flush_us") || rc=$?
+	# A journal as mke2fs gives a 16-32 GiB filesystem: the 16 MiB it
+	# gives a 512 MiB image fills within seconds of fsync-heavy work, and
+	# its checkpoints then take a third of the flushes, bare or not.
+	slow_mnt=$(bash "$slowdisk" up --name "$slow_name" --flush-us "$flush_us" \
+		--size-mb 1024 --journal-mb "$journal_mb") || rc=$?
 	slow_mnt=$(tail -n 1 <<<"$slow_mnt")
 	if [ "$rc" -eq 77 ]; then
 		slow_info="skipped: the slow disk needs root and /dev/fuse"
@@ -483,7 +511,7 @@ if [ -n "$slow_wl" ]; then
 	else
 		mkdir -p "$slow_mnt/bench"
 		slow_lat=$(flush_latency "$slow_mnt/bench" 50)
-		slow_info="ext4 on a loop device over a FUSE file, flush ${flush_us} µs"
+		slow_info="ext4 (${journal_mb} MiB journal) on a loop device over a FUSE file, flush ${flush_us} µs"
 		log "bench: slow disk, $slow_info, 4 KiB write+fsync p50 ${slow_lat:-?} µs"
 		device slow "$slow_mnt/bench" "$slow_wl"
 		slow_flushes=$(bash "$slowdisk" status --name "$slow_name" |
@@ -798,8 +826,8 @@ plot || plotted=no
 	echo "- order alternates between repetitions (base, libgc, none, off; then off, none, libgc, base);" \
 		"the filesystem is synced after every run, untimed"
 	echo "- workloads: fsync_storm 4 KiB writes (shared: one file appended by all; each: a file" \
-		"per worker; O_DSYNC: one file opened O_DSYNC); fs_mark -S1 -s 4096 -t N, files per" \
-		"process sized from a bare run to last about ${secs} s; sysbench fileio rndwr" \
+		"per worker; O_DSYNC: one file opened O_DSYNC); fs_mark -S1 -s 4096 -t N -n FILES, $fsm_desc;" \
+		"sysbench fileio rndwr" \
 		"${sb_opts[*]} --file-fsync-freq=1 (writes/s)"
 	echo "- total time $((elapsed / 60)) min $((elapsed % 60)) s"
 	echo

@@ -9,7 +9,7 @@ SD=tests/slowdisk/slowdisk
 PROBE=build/tests/slowdisk/sdprobe
 ID=$$
 NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID")
-T=5
+T=6
 
 echo "1..$T"
 
@@ -54,12 +54,21 @@ up() {
 	M=$(tail -n 1 <<<"$out")
 }
 
-# ---- 1: the flush latency reaches fsync ----
+# ---- 1: the flush latency reaches fsync (and the journal is as asked) ----
 name=${NAMES[0]}
-up --name "$name" --flush-us 4000 --volatile --size-mb 128
+up --name "$name" --flush-us 4000 --volatile --size-mb 128 --journal-mb 32
 if [ -z "$M" ]; then
+	not_ok "the ext4 journal is the --journal-mb asked for (32 MiB)" "up failed"
 	not_ok "fsync of a small write takes at least the 4 ms flush (median of 20)" "up failed"
 else
+	loop=$(sd status --name "$name" | kv loop)
+	jsz=$(dumpe2fs -h "$loop" 2>/dev/null | sed -n 's/^Total journal size: *//p')
+	if [ "$jsz" = 32M ]; then
+		ok "the ext4 journal is the --journal-mb asked for (32 MiB)"
+	else
+		not_ok "the ext4 journal is the --journal-mb asked for (32 MiB)" \
+			"dumpe2fs of $loop says: '${jsz}'"
+	fi
 	f0=$(sd status --name "$name" | kv flushes)
 	out=$("$PROBE" fsync-lat "$M/lat" 20 || true)
 	f1=$(sd status --name "$name" | kv flushes)
