@@ -407,6 +407,10 @@ for w in $slow_wl $disk_wl; do
 	done
 done
 log "bench: $runs runs of about ${secs} s: roughly $(((runs * (secs * 10 + 1) / 10 + 90) / 60)) min"
+if [ "$fsm_files" != auto ] && [[ " $slow_wl " == *" fsmark-p "* ]]; then
+	log "bench: plus fs_mark's $fsm_files files per process on the slow disk:" \
+		"about $((fsm_files / 100 * 3 / 2)) s per run at one flush at a time"
+fi
 
 # ---- micro-costs on tmpfs ----
 

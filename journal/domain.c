@@ -161,27 +161,13 @@ int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline)
 	return r < 0 && e == ETIMEDOUT;
 }
 
-void gc_domain_futex_wait(struct gc_domain *d, uint32_t *word, uint32_t val,
-			  uint64_t deadline)
-{
-	struct timespec ts = { (time_t)(deadline / GC_NSEC_PER_SEC),
-			       (long)(deadline % GC_NSEC_PER_SEC) };
-
-	syscall(SYS_futex, word, futex_op(d, FUTEX_WAIT_BITSET), val, &ts, NULL,
-		FUTEX_BITSET_MATCH_ANY);
-}
-
-void gc_domain_futex_wake(struct gc_domain *d, uint32_t *word)
-{
-	syscall(SYS_futex, word, futex_op(d, FUTEX_WAKE), INT_MAX, NULL, NULL, 0);
-}
-
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
-	/* The layout's size is in the name: builds that cannot share a
-	 * segment never meet in one. */
-	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-%zx", (unsigned)uid,
-			(unsigned long long)dev, sizeof(struct gc_domain));
+	/* The layout's version and size are in the name: builds that cannot
+	 * share a segment never meet in one, and a newer build is not locked
+	 * out by the segment an older one left behind. */
+	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-v%d-%zx", (unsigned)uid,
+			(unsigned long long)dev, GC_DOM_VERSION, sizeof(struct gc_domain));
 }
 
 static void *map_fd(int fd)

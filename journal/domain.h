@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 2
+#define GC_DOM_VERSION 3
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -54,7 +54,7 @@ struct gc_txn {
 	uint32_t t_leader_new_writer;
 	uint32_t t_detached;	/* given up on: no longer the domain's committing one */
 	uint32_t t_live;	/* inode slots with handles at close */
-	uint32_t t_claimed;	/* of those, claimed by an owner (futex word) */
+	uint32_t t_claimed;	/* of those, claimed by an owner */
 	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
 	uint64_t t_lead_ns;	/* since when the leader could have decided */
 	struct gc_islot t_islots[GC_TXN_INODES];
@@ -123,12 +123,6 @@ void gc_domain_wake_all(struct gc_domain *d);
  * dropping the lock meanwhile. Returns 1 on timeout, 0 when woken, -1 when
  * the lock could not be taken again. The sleep is a cancellation point. */
 int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline);
-
-/* Futex wait on another word of the domain's memory, without j_lock, until
- * *@word != @val, a wake, or @deadline. Not a cancellation point. */
-void gc_domain_futex_wait(struct gc_domain *d, uint32_t *word, uint32_t val,
-			  uint64_t deadline);
-void gc_domain_futex_wake(struct gc_domain *d, uint32_t *word);
 
 /* With j_lock held: record @pid as a member (reaping dead ones first, and
  * resetting a segment that has no live member). false: member table full. */
