@@ -60,7 +60,6 @@ if [ "$fsm_files" = auto ]; then
 else
 	fsm_desc="FILES = $fsm_files per process"
 fi
-launch_lim=
 out_dir=${BENCH_OUT:-$root/bench/results}
 conds="base libgc none nosync"
 
@@ -167,7 +166,8 @@ fmt() { # fmt PRINTF-FORMAT VALUE
 # ---- running one program under one condition ----
 
 # launch COND REPORT CMD...: runs CMD bare (base), under libgc with its
-# defaults (libgc) or with policy=none (none), or under eatmydata (nosync).
+# defaults (libgc) or with policy=none (none), or under eatmydata (nosync),
+# killed after 10 x SECS + 60 s or after the caller's $launch_lim.
 launch() {
 	local cond=$1 report=$2 lim=${launch_lim:-$((secs * 10 + 60))}
 	shift 2
@@ -207,6 +207,7 @@ unit_of() {
 # (empty on failure) and libgc's real syncs and requests in R_REAL, R_REQ.
 run_one() {
 	local top=$1 wl=$2 n=$3 cond=$4 files=${5:-} d rc=0 line f m attempt
+	local launch_lim='' # launch's time limit for this run, when not by SECS
 	local -a cmd
 	R_VAL='' R_REAL='' R_REQ=''
 	d=$top/run
@@ -272,7 +273,6 @@ run_one() {
 	if [ "$cond" = libgc ] || [ "$cond" = none ]; then
 		read -r R_REAL R_REQ < <(report_sum "$work/report")
 	fi
-	launch_lim=
 	[ "$wl" = sysbench-t ] || rm -rf "$d"
 	# Leave no dirty data to the next run (fsync disabled leaves plenty).
 	sync -f "$top" 2>/dev/null || sync
