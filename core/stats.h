@@ -1,5 +1,8 @@
 /* Process-wide counters: what the program asked for and what the library
- * really issued. Relaxed atomics; printed by the exit report (LIBGC_REPORT). */
+ * really issued; printed by the exit report (LIBGC_REPORT). Every request
+ * bumps several, so they are kept in per-thread shards (a cache line or
+ * more each, assigned round-robin) and summed when read: one shared set
+ * made every request of every thread fight for the same cache line. */
 #ifndef GC_STATS_H
 #define GC_STATS_H
 #include <stdint.h>
@@ -30,10 +33,33 @@ struct gc_stats {
 #undef GC_STAT_FIELD
 };
 
-extern struct gc_stats gc_stats;
+#define GC_STAT_SHARDS 8
 
-#define gc_stat_add(field, v) __atomic_fetch_add(&gc_stats.field, (v), __ATOMIC_RELAXED)
+struct gc_stats_shard {
+	struct gc_stats s;
+} __attribute__((aligned(64)));
+
+extern struct gc_stats_shard gc_stats_shards[GC_STAT_SHARDS];
+/* This thread's shard + 1; 0 until its first count. */
+extern __thread unsigned int gc_stat_slot __attribute__((tls_model("initial-exec")));
+unsigned int gc_stat_slot_assign(void);
+
+static inline struct gc_stats *gc_stats_mine(void)
+{
+	unsigned int i = gc_stat_slot;
+
+	if (__builtin_expect(!i, 0))
+		i = gc_stat_slot_assign();
+	return &gc_stats_shards[i - 1].s;
+}
+
+#define gc_stat_add(field, v) __atomic_fetch_add(&gc_stats_mine()->field, (v), __ATOMIC_RELAXED)
 #define gc_stat_inc(field) gc_stat_add(field, 1)
+
+/* The sum of every shard into *out. */
+void gc_stats_sum(struct gc_stats *out);
+/* Zero every shard (the child after fork counts only its own calls). */
+void gc_stats_reset(void);
 
 /* One line "libgc: pid=N key=value ..." (no trailing newline) into buf. */
 int gc_stats_format(char *buf, size_t len);

@@ -135,12 +135,45 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
 }
 
-void gc_policy_account(struct gc_policy_state *ps, uint64_t start, uint64_t end)
+void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
+		       uint64_t end)
 {
+	struct gc_ab_shard *sh = &ps->ps_ab_shard[(uint32_t)tid % GC_AB_SHARDS];
+
 	if (start < __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED))
 		return;
-	__atomic_fetch_add(&ps->ps_ab_reqs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ps->ps_ab_lat_ns, end - start, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->s_reqs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->s_lat_ns, end - start, __ATOMIC_RELAXED);
+}
+
+uint64_t gc_policy_epoch_reqs(const struct gc_policy_state *ps)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < GC_AB_SHARDS; i++)
+		n += __atomic_load_n(&ps->ps_ab_shard[i].s_reqs, __ATOMIC_RELAXED);
+	return n;
+}
+
+static uint64_t epoch_lat_ns(const struct gc_policy_state *ps)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < GC_AB_SHARDS; i++)
+		n += __atomic_load_n(&ps->ps_ab_shard[i].s_lat_ns, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void epoch_counts_reset(struct gc_policy_state *ps)
+{
+	int i;
+
+	for (i = 0; i < GC_AB_SHARDS; i++) {
+		__atomic_store_n(&ps->ps_ab_shard[i].s_reqs, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ps->ps_ab_shard[i].s_lat_ns, 0, __ATOMIC_RELAXED);
+	}
 }
 
 static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
@@ -174,7 +207,7 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 	if (now >= start + GC_AB_MAX_EPOCH_NS)
 		return true;
 	/* Too few requests, or (grouped) too few commits, to judge: go on. */
-	if (__atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED) < GC_AB_MIN_REQS)
+	if (gc_policy_epoch_reqs(ps) < GC_AB_MIN_REQS)
 		return false;
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT ||
 	       __atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) >=
@@ -202,8 +235,7 @@ static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 
 	ps->ps_ab_phase = phase;
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_reqs, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_lat_ns, 0, __ATOMIC_RELAXED);
+	epoch_counts_reset(ps);
 	__atomic_store_n(&ps->ps_ab_commits, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_epoch_len, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_measure_from, now + len / 4, __ATOMIC_RELAXED);
@@ -224,10 +256,10 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
 		return false;
 	}
-	reqs = __atomic_load_n(&ps->ps_ab_reqs, __ATOMIC_RELAXED);
+	reqs = gc_policy_epoch_reqs(ps);
 	dur = now > ps->ps_ab_measure_from ? now - ps->ps_ab_measure_from : 0;
 	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
-	ps->ps_ab_lat[mode] = reqs ? __atomic_load_n(&ps->ps_ab_lat_ns, __ATOMIC_RELAXED) / reqs
+	ps->ps_ab_lat[mode] = reqs ? epoch_lat_ns(ps) / reqs
 				   : UINT64_MAX;
 	ps->ps_ab_have |= 1u << mode;
 
@@ -383,8 +415,7 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	if (ps->ps_ab_commits == ab_settle_commits(ps) && ps->ps_ab_mode == GC_AB_GROUP &&
 	    ps->ps_ab_measure_from < cs->cs_end_ns) {
 		__atomic_store_n(&ps->ps_ab_measure_from, cs->cs_end_ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&ps->ps_ab_reqs, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&ps->ps_ab_lat_ns, 0, __ATOMIC_RELAXED);
+		epoch_counts_reset(ps);
 	}
 
 	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,

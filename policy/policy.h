@@ -28,6 +28,14 @@ void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
 const char *gc_policy_name(enum gc_policy_kind k);
 
 #define GC_RECENT_MAX 32
+/* The controller's per-request counters, spread over cache lines by thread
+ * id: a direct call costs no write to a line other threads read. */
+#define GC_AB_SHARDS 8
+
+struct gc_ab_shard {
+	uint64_t s_reqs;	/* requests completed in this epoch (atomic) */
+	uint64_t s_lat_ns;	/* their summed latency (atomic) */
+} __attribute__((aligned(64)));
 
 /* Per-domain policy memory. Fixed layout, no pointers: it lives inside the
  * domain, which may later live in a shared segment. */
@@ -57,14 +65,13 @@ struct gc_policy_state {
 	uint64_t ps_ab_epoch_start;
 	uint64_t ps_ab_epoch_len;
 	uint64_t ps_ab_measure_from;	/* epoch start + a quarter: settled */
-	uint64_t ps_ab_reqs;		/* requests completed in this epoch (atomic) */
 	uint64_t ps_ab_commits;		/* commits in this epoch */
-	uint64_t ps_ab_lat_ns;		/* their summed latency (atomic) */
 	uint64_t ps_ab_rate[2];		/* last measured requests/s per mode, x1000 */
 	uint64_t ps_ab_lat[2];		/* last measured mean latency per mode */
 	uint32_t ps_ab_have;		/* bit per mode: a fresh measurement exists */
 	uint32_t ps_ab_last;		/* the last verdict, GC_AB_NONE before the first */
 	uint32_t ps_ab_switches;	/* verdicts that changed the held mode */
+	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
@@ -84,10 +91,14 @@ enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now);
 
-/* A request that began at @start finished at @end, in whichever mode.
- * Counted only if it began after the epoch settled (the first quarter of an
- * epoch is left to requests of the previous mode). Lock-free. */
-void gc_policy_account(struct gc_policy_state *ps, uint64_t start, uint64_t end);
+/* A request of thread @tid that began at @start finished at @end, in
+ * whichever mode. Counted only if it began after the epoch settled (the
+ * first quarter of an epoch is left to requests of the previous mode).
+ * Lock-free. */
+void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
+		       uint64_t end);
+/* Requests counted in the current epoch so far. */
+uint64_t gc_policy_epoch_reqs(const struct gc_policy_state *ps);
 /* true when the current epoch is over and gc_policy_epoch_end() is due.
  * Lock-free; the caller then takes the lock and calls epoch_end, which
  * re-checks. */

@@ -66,7 +66,7 @@ static void atfork_child(void)
 	gc_tid = 0;
 	gc_journal_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */
-	memset(&gc_stats, 0, sizeof(gc_stats));
+	gc_stats_reset();
 	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
 }
 

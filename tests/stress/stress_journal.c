@@ -74,17 +74,20 @@ static int run(const char *name, int each, int mode)
 {
 	pthread_t t[THREADS];
 	struct arg a[THREADS];
-	uint64_t before = gc_stats.req_fsync + gc_stats.req_fdatasync + gc_stats.req_osync;
-	uint64_t after;
+	struct gc_stats st;
+	uint64_t before, after;
 	int i, f0 = failures;
 
+	gc_stats_sum(&st);
+	before = st.req_fsync + st.req_fdatasync + st.req_osync;
 	for (i = 0; i < THREADS; i++) {
 		a[i] = (struct arg){ .id = i, .each = each, .mode = mode };
 		pthread_create(&t[i], NULL, worker, &a[i]);
 	}
 	for (i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
-	after = gc_stats.req_fsync + gc_stats.req_fdatasync + gc_stats.req_osync;
+	gc_stats_sum(&st);
+	after = st.req_fsync + st.req_fdatasync + st.req_osync;
 	/* every request went through the library */
 	if (after - before != (uint64_t)THREADS * ITERS) {
 		fprintf(stderr, "# %s: %llu requests counted, expected %d\n", name,

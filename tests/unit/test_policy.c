@@ -473,7 +473,7 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 
 	cr_assert_eq(start, *now, "epochs follow each other");
 	for (i = 0; i < 8; i++)	/* stragglers: slow, and not this epoch's */
-		gc_policy_account(ps, start - 1 * SEC, start + i * US);
+		gc_policy_account(ps, 1, start - 1 * SEC, start + i * US);
 	for (i = 0; mode == GC_AB_GROUP && i < GROUP_COMMITS; i++) {
 		uint64_t t = start + i * (len / 4) / GROUP_COMMITS / 2;
 
@@ -482,7 +482,7 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 	for (i = 0; i < n; i++) {
 		uint64_t t = from + i * span / n;
 
-		gc_policy_account(ps, t, t + w->lat_ns[mode]);
+		gc_policy_account(ps, (int32_t)i, t, t + w->lat_ns[mode]);
 	}
 	cr_assert_not(gc_policy_epoch_due(ps, pc, *now + len - 1), "epoch ends early");
 	*now += len;
@@ -533,14 +533,14 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
 	for (i = 0; i < 7; i++)
-		gc_policy_account(&ps, settled + (uint64_t)i * US, settled + 1 * MS);
+		gc_policy_account(&ps, (int32_t)i, settled + (uint64_t)i * US, settled + 1 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "7 requests are too few");
 	cr_expect_not(gc_policy_epoch_end(&ps, &pc, end));
-	cr_expect_eq(ps.ps_ab_reqs, 7, "an early epoch_end must not reset the count");
+	cr_expect_eq(gc_policy_epoch_reqs(&ps), 7, "an early epoch_end must not reset the count");
 	cr_expect_eq(mode_now(&ps, &pc, end), GC_AB_DIRECT);
-	gc_policy_account(&ps, T0, settled + 2 * MS);	/* began unsettled */
+	gc_policy_account(&ps, 1, T0, settled + 2 * MS);	/* began unsettled */
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "unsettled one not counted");
-	gc_policy_account(&ps, settled, settled + 2 * MS);
+	gc_policy_account(&ps, 1, settled, settled + 2 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end - 1), "too early");
 	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 25 ms");
 	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the group probe");
@@ -551,7 +551,7 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	for (i = 0; i < 15; i++)
 		commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
 	for (i = 0; i < 50; i++)
-		gc_policy_account(&ps, settled2 + (uint64_t)i * US, settled2 + 1 * MS);
+		gc_policy_account(&ps, (int32_t)i, settled2 + (uint64_t)i * US, settled2 + 1 * MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end2), "15 commits are too few");
 	commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
 	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 25 ms");
@@ -941,7 +941,7 @@ Test(ab, probe_off_never_bypasses)
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0), "no first epoch");
 	cr_expect_not(gc_policy_epoch_end(&ps, &pc, T0));
 	for (int i = 0; i < 100; i++)
-		gc_policy_account(&ps, T0 + (uint64_t)i * MS, T0 + (uint64_t)i * MS + 1);
+		gc_policy_account(&ps, 1, T0 + (uint64_t)i * MS, T0 + (uint64_t)i * MS + 1);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + 10 * SEC));
 	cr_expect_not(gc_policy_bypass(&ps, &pc, T0 + 10 * SEC));
 }
