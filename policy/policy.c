@@ -258,9 +258,15 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	}
 	reqs = gc_policy_epoch_reqs(ps);
 	dur = now > ps->ps_ab_measure_from ? now - ps->ps_ab_measure_from : 0;
-	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
 	ps->ps_ab_lat[mode] = reqs ? epoch_lat_ns(ps) / reqs
 				   : UINT64_MAX;
+	/* Only requests that both began and ended inside the window are
+	 * counted, so a window of length T holds about rate x (T - latency)
+	 * of them: without this a short probe reads low against a long hold
+	 * epoch (by 5% for a 1 ms request in a 19 ms window). */
+	if (reqs)
+		dur -= min_u64(ps->ps_ab_lat[mode], dur / 2);
+	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
 	ps->ps_ab_have |= 1u << mode;
 
 	if (ps->ps_ab_phase == GC_AB_HOLD && --ps->ps_ab_hold) {
@@ -273,6 +279,26 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		return true;
 	}
 	/* Both modes measured back to back: hold the faster one. */
+	if (ps->ps_ab_confirm) {
+		/* Grouped stands between two direct epochs: it must beat the
+		 * better of them (a start-up stall or a slow moment of the
+		 * device in one short direct epoch is not a reason to group). */
+		ps->ps_ab_confirm = 0;
+		if (ps->ps_ab_before_rate > ps->ps_ab_rate[GC_AB_DIRECT])
+			ps->ps_ab_rate[GC_AB_DIRECT] = ps->ps_ab_before_rate;
+		if (ps->ps_ab_before_lat < ps->ps_ab_lat[GC_AB_DIRECT])
+			ps->ps_ab_lat[GC_AB_DIRECT] = ps->ps_ab_before_lat;
+	} else if (ab_winner(ps) == GC_AB_GROUP && ps->ps_ab_last != GC_AB_GROUP &&
+		   mode == GC_AB_GROUP) {
+		/* A switch to grouped is confirmed: direct again, then the
+		 * verdict (A-B-A). Grouped keeps its fresh number. */
+		ps->ps_ab_confirm = 1;
+		ps->ps_ab_before_rate = ps->ps_ab_rate[GC_AB_DIRECT];
+		ps->ps_ab_before_lat = ps->ps_ab_lat[GC_AB_DIRECT];
+		ps->ps_ab_have = 1u << GC_AB_GROUP;
+		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
+		return true;
+	}
 	win = ab_winner(ps);
 	if (win == ps->ps_ab_last) {
 		ps->ps_ab_streak++;

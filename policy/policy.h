@@ -57,7 +57,9 @@ struct gc_policy_state {
 	uint32_t ps_txns;		/* transactions committed */
 	/* Group-or-direct controller (adaptive only): requests are served in
 	 * epochs; a probe runs one epoch grouped and one direct, the faster
-	 * mode then holds for a while, and is re-probed against the other. */
+	 * mode then holds for a while, and is re-probed against the other. A
+	 * switch to grouped is confirmed first: direct is measured again, and
+	 * grouped must beat the better of the two direct epochs (A-B-A). */
 	uint32_t ps_ab_mode;		/* GC_AB_GROUP or GC_AB_DIRECT: what requests do now */
 	uint32_t ps_ab_phase;		/* GC_AB_PROBE or GC_AB_HOLD */
 	uint32_t ps_ab_hold;		/* hold epochs left */
@@ -71,6 +73,10 @@ struct gc_policy_state {
 	uint32_t ps_ab_have;		/* bit per mode: a fresh measurement exists */
 	uint32_t ps_ab_last;		/* the last verdict, GC_AB_NONE before the first */
 	uint32_t ps_ab_switches;	/* verdicts that changed the held mode */
+	uint32_t ps_ab_confirm;		/* grouped won against direct measured before it:
+					 * direct is measured again after it */
+	uint64_t ps_ab_before_rate;	/* direct's rate and latency before that probe */
+	uint64_t ps_ab_before_lat;
 	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
 };
 

@@ -469,7 +469,9 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 	uint32_t mode = mode_now(ps, pc, *now);
 	uint64_t start = ps->ps_ab_epoch_start, len = ps->ps_ab_epoch_len;
 	uint64_t from = start + len / 4, span = len - len / 4;
-	uint64_t n = w->per_sec[mode] * span / SEC, i;
+	uint64_t lat = w->lat_ns[mode] < span / 2 ? w->lat_ns[mode] : span / 2;
+	/* the requests that both begin and end inside the settled window */
+	uint64_t win = span - lat, n = w->per_sec[mode] * win / SEC, i;
 
 	cr_assert_eq(start, *now, "epochs follow each other");
 	for (i = 0; i < 8; i++)	/* stragglers: slow, and not this epoch's */
@@ -480,15 +482,29 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		commit(ps, pc, t, t, w->commit_ns, 4, GC_CLOSE_COUNT);
 	}
 	for (i = 0; i < n; i++) {
-		uint64_t t = from + i * span / n;
+		uint64_t t = from + i * win / n;
 
-		gc_policy_account(ps, (int32_t)i, t, t + w->lat_ns[mode]);
+		gc_policy_account(ps, (int32_t)i, t, t + lat);
 	}
 	cr_assert_not(gc_policy_epoch_due(ps, pc, *now + len - 1), "epoch ends early");
 	*now += len;
 	cr_assert(gc_policy_epoch_due(ps, pc, *now), "epoch of %llu ns with %llu requests not due",
 		  (unsigned long long)len, (unsigned long long)n);
 	return gc_policy_epoch_end(ps, pc, *now);
+}
+
+/* Runs the probes up to the next held verdict; returns how many epochs. */
+static int ab_to_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		      uint64_t *now, const struct world *w)
+{
+	int n = 0;
+
+	do {
+		cr_assert_lt(n, 3, "a verdict takes at most three probes");
+		n++;
+		ab_step(ps, pc, now, w);
+	} while (ps->ps_ab_phase != GC_AB_HOLD);
+	return n;
 }
 
 /* Runs epochs while the mode stays what it is now; returns how many. */
@@ -599,9 +615,12 @@ ParameterizedTest(struct epoch_len_case *c, ab, epoch_length)
 	ab_open(&ps, &pc, now);
 	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns, "commit %llu: probe epoch %llu",
 		     (unsigned long long)c->commit_ns, (unsigned long long)ps.ps_ab_epoch_len);
-	/* direct probe, group probe, then a held verdict */
+	/* direct probe, group probe, direct again (group won), then a held
+	 * verdict */
 	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns);
+	ab_step(&ps, &pc, &now, &w);
+	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns, "the confirming probe");
 	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	cr_expect_eq(ps.ps_ab_epoch_len, c->hold_ns, "commit %llu: hold epoch %llu",
@@ -622,15 +641,65 @@ Test(ab, direct_probe_then_group_probe)
 	cr_expect(ab_step(&ps, &pc, &now, &w), "the direct probe hands over to group");
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "the second probe groups");
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
-	/* 30 settled requests in 37.5 ms = 1600/s, kept x1000; the slow
-	 * stragglers of before the epoch count neither in rate nor latency */
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 1600 * 1000);
+	/* 28 requests began and ended in the 17.75 ms of the settled window
+	 * that leaves room for their 1 ms: 1577/s (1600/s but for the
+	 * truncation), kept x1000; the slow stragglers of before the epoch
+	 * count neither in rate nor latency */
+	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 28ULL * SEC * 1000 / (17750 * US));
 	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], 1 * MS);
-	cr_expect_not(ab_step(&ps, &pc, &now, &w), "group held: no change from its probe");
+	/* group won: before holding it, direct is measured once more */
+	cr_expect(ab_step(&ps, &pc, &now, &w), "group probe -> direct again");
 	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 4000 * 1000);
 	cr_expect_eq(ps.ps_ab_lat[GC_AB_GROUP], 2 * MS);
+	cr_expect(gc_policy_bypass(&ps, &pc, now), "the confirming probe is direct");
+	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
+	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group held");
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
+}
+
+/* Grouped must beat direct measured both before and after it (A-B-A): a
+ * stall of the device (or of start-up) in one short direct epoch does not
+ * make grouping win. */
+struct aba_case {
+	char name[48];
+	uint64_t d_before, g, d_after;
+	uint32_t winner;
+};
+
+ParameterizedTestParameters(ab, group_must_beat_direct_on_both_sides)
+{
+	static struct aba_case cases[] = {
+		{ "stall before", 1000, 2000, 2400, GC_AB_DIRECT },
+		{ "stall after: the better one still loses", 1600, 2400, 1000, GC_AB_GROUP },
+		{ "group beats both", 1600, 4000, 1800, GC_AB_GROUP },
+		{ "group +20% on the better", 1500, 2400, 2000, GC_AB_DIRECT },
+		{ "group +30% on the better", 2000, 2600, 1500, GC_AB_GROUP },
+	};
+
+	return cr_make_param_array(struct aba_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct aba_case *c, ab, group_must_beat_direct_on_both_sides)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { c->g, c->d_before }, { 1 * MS, 1 * MS }, 1 * MS };
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	ab_step(&ps, &pc, &now, &w);
+	ab_step(&ps, &pc, &now, &w);
+	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "%s: group won once, so direct again",
+		     c->name);
+	cr_assert(gc_policy_bypass(&ps, &pc, now), "%s", c->name);
+	w.per_sec[GC_AB_DIRECT] = c->d_after;
+	ab_step(&ps, &pc, &now, &w);
+	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
+	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
+		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
+	cr_expect_eq(ps.ps_ab_switches, 0, "%s: a first verdict is no switch", c->name);
 }
 
 /* A leader still waiting when the controller moves to direct calls closes
@@ -698,11 +767,16 @@ ParameterizedTest(struct verdict_case *c, ab, verdict)
 	ab_open(&ps, &pc, now);
 	ab_step(&ps, &pc, &now, &w);
 	changed = ab_step(&ps, &pc, &now, &w);
+	/* the group probe ends in a change either way: to held direct, or
+	 * to the direct probe that confirms a group win */
+	cr_expect(changed, "%s: epoch_end result", c->name);
+	if (c->winner == GC_AB_GROUP) {
+		cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE, "%s: confirming probe", c->name);
+		cr_expect(ab_step(&ps, &pc, &now, &w), "%s: confirmed", c->name);
+	}
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
 	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
 		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
-	/* the verdict follows the group probe: a change means direct won */
-	cr_expect_eq(changed, c->winner == GC_AB_DIRECT, "%s: epoch_end result", c->name);
 }
 
 /* A narrow first verdict holds GC_AB_HOLD_EPOCHS epochs, whichever mode
@@ -731,8 +805,8 @@ ParameterizedTest(struct first_hold_case *c, ab, first_hold)
 	w.per_sec[c->winner] = R_CLOSE;
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
+	cr_expect_eq(ab_to_hold(&ps, &pc, &now, &w), c->winner == GC_AB_GROUP ? 3 : 2,
+		     "%s: direct, group (and direct again if group won)", name);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
 	cr_expect_eq(ps.ps_ab_switches, 0, "%s: a first verdict changes no held mode", name);
 
@@ -759,8 +833,7 @@ Test(ab, repeated_verdicts_lengthen_the_hold)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
+	ab_to_hold(&ps, &pc, &now, &w);
 	for (round = 0; round < MAX_STREAK + 2; round++) {
 		int streak = round < MAX_STREAK ? round : MAX_STREAK;
 
@@ -795,8 +868,7 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	w.per_sec[c->winner] = R_BASE;
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
+	ab_to_hold(&ps, &pc, &now, &w);
 	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
 	/* the first verdict is measured while everything starts: no bonus */
 	want = HOLD_EPOCHS;
@@ -816,8 +888,7 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	w.per_sec[c->winner] = R_CLOSE;
 	w.per_sec[c->winner ^ 1] = R_BASE;
 	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
+	ab_to_hold(&ps, &pc, &now, &w);
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, HOLD_EPOCHS, "%s narrow: held %d", name, held);
 	w.per_sec[c->winner ^ 1] = R_SLOW;	/* the loser got much worse */
@@ -840,14 +911,16 @@ Test(ab, held_mode_is_remeasured_while_held)
 
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
+	ab_to_hold(&ps, &pc, &now, &w);
 	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "group held");
 
 	w.per_sec[GC_AB_GROUP] = 800;	/* grouping stopped paying */
 	ab_run_while_same(&ps, &pc, &now, &w);
 	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct re-probe");
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 800 * 1000, "last hold epoch measured");
+	/* 119 requests began and ended in the last 149 ms of the 200 ms hold
+	 * epoch: 800/s but for the truncation */
+	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 119ULL * SEC * 1000 / (149 * MS),
+		     "last hold epoch measured");
 	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	cr_expect(gc_policy_bypass(&ps, &pc, now), "direct (1600/s) beats group (800/s)");
@@ -866,7 +939,8 @@ Test(ab, reprobe_switches_both_ways)
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, now);
 	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group probe");
-	cr_expect_not(ab_step(&ps, &pc, &now, &w), "group probe -> group held");
+	cr_expect(ab_step(&ps, &pc, &now, &w), "group probe -> direct again");
+	cr_expect(ab_step(&ps, &pc, &now, &w), "direct again -> group held");
 	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
 	cr_assert_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	sw = ps.ps_ab_switches;
@@ -889,6 +963,9 @@ Test(ab, reprobe_switches_both_ways)
 	ab_run_while_same(&ps, &pc, &now, &w);
 	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
 	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "group is probed");
+	ab_step(&ps, &pc, &now, &w);
+	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE, "a switch to group is confirmed");
+	cr_expect(gc_policy_bypass(&ps, &pc, now), "by direct once more");
 	ab_step(&ps, &pc, &now, &w);
 	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group held again");
