@@ -33,6 +33,9 @@
  * first verdict, measured while processes may still be starting. */
 #define GC_AB_MARGIN_PCT 25
 #define GC_AB_CLEAR_PCT 50
+/* A grouped probe running below this share of direct's rate halfway
+ * through its measurement cannot win: it ends there. */
+#define GC_AB_STOP_PCT 80
 
 static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
 {
@@ -193,6 +196,40 @@ static uint32_t ab_settle_commits(const struct gc_policy_state *ps)
 	return ps->ps_ab_last == GC_AB_NONE ? 8 : 2;
 }
 
+/* Requests per second (x1000) of @reqs that began at or after @from and
+ * ended by @now with mean latency @lat: only a window shortened by about
+ * one latency can hold such requests. */
+static uint64_t window_rate(uint64_t reqs, uint64_t lat, uint64_t from, uint64_t now)
+{
+	uint64_t dur = now > from ? now - from : 0;
+
+	if (reqs)
+		dur -= min_u64(lat, dur / 2);
+	return reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
+}
+
+/* A grouped probe is cut short when, halfway through its measured part
+ * and with twice the requests an epoch needs, it runs clearly slower than
+ * direct calls just did: it cannot win, and every millisecond of it costs
+ * (on a disk where grouping loses, its epochs ran at 0.3-0.7x). */
+static bool group_probe_losing(const struct gc_policy_state *ps, uint64_t start,
+			       uint64_t now)
+{
+	uint64_t stop = __atomic_load_n(&ps->ps_ab_stop_below, __ATOMIC_RELAXED);
+	uint64_t from, end, reqs;
+
+	if (!stop)
+		return false;
+	from = __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED);
+	end = start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED);
+	if (from >= end || now < from + (end - from) / 2)
+		return false;
+	reqs = gc_policy_epoch_reqs(ps);
+	if (reqs < 2 * GC_AB_MIN_REQS)
+		return false;
+	return window_rate(reqs, epoch_lat_ns(ps) / reqs, from, now) < stop;
+}
+
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
@@ -203,7 +240,7 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 	if (!start)
 		return true; /* first request: open the first epoch */
 	if (now < start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED))
-		return false;
+		return group_probe_losing(ps, start, now);
 	if (now >= start + GC_AB_MAX_EPOCH_NS)
 		return true;
 	/* Too few requests, or (grouped) too few commits, to judge: go on. */
@@ -234,6 +271,12 @@ static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 	uint64_t len = epoch_len(ps, phase);
 
 	ps->ps_ab_phase = phase;
+	__atomic_store_n(&ps->ps_ab_stop_below,
+			 mode == GC_AB_GROUP && phase == GC_AB_PROBE &&
+					 (ps->ps_ab_have & (1u << GC_AB_DIRECT))
+				 ? ps->ps_ab_rate[GC_AB_DIRECT] * GC_AB_STOP_PCT / 100
+				 : 0,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
 	epoch_counts_reset(ps);
 	__atomic_store_n(&ps->ps_ab_commits, 0, __ATOMIC_RELAXED);
@@ -246,7 +289,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 			 uint64_t now)
 {
 	uint32_t mode = ps->ps_ab_mode, other = mode ^ 1, win;
-	uint64_t reqs, dur;
+	uint64_t reqs;
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
@@ -257,16 +300,13 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		return false;
 	}
 	reqs = gc_policy_epoch_reqs(ps);
-	dur = now > ps->ps_ab_measure_from ? now - ps->ps_ab_measure_from : 0;
 	ps->ps_ab_lat[mode] = reqs ? epoch_lat_ns(ps) / reqs
 				   : UINT64_MAX;
 	/* Only requests that both began and ended inside the window are
 	 * counted, so a window of length T holds about rate x (T - latency)
 	 * of them: without this a short probe reads low against a long hold
 	 * epoch (by 5% for a 1 ms request in a 19 ms window). */
-	if (reqs)
-		dur -= min_u64(ps->ps_ab_lat[mode], dur / 2);
-	ps->ps_ab_rate[mode] = reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
+	ps->ps_ab_rate[mode] = window_rate(reqs, ps->ps_ab_lat[mode], ps->ps_ab_measure_from, now);
 	ps->ps_ab_have |= 1u << mode;
 
 	if (ps->ps_ab_phase == GC_AB_HOLD && --ps->ps_ab_hold) {

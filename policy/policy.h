@@ -77,6 +77,8 @@ struct gc_policy_state {
 					 * direct is measured again after it */
 	uint64_t ps_ab_before_rate;	/* direct's rate and latency before that probe */
 	uint64_t ps_ab_before_lat;
+	uint64_t ps_ab_stop_below;	/* a grouped probe slower than this (x1000/s)
+					 * halfway through ends early; 0: never */
 	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
 };
 

@@ -486,7 +486,11 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 
 		gc_policy_account(ps, (int32_t)i, t, t + lat);
 	}
-	cr_assert_not(gc_policy_epoch_due(ps, pc, *now + len - 1), "epoch ends early");
+	/* a grouped probe clearly slower than direct may end early (see
+	 * losing_group_probe_ends_halfway); the rest run their length */
+	if (!(mode == GC_AB_GROUP && ps->ps_ab_stop_below &&
+	      w->per_sec[GC_AB_GROUP] * 1000 < ps->ps_ab_stop_below))
+		cr_assert_not(gc_policy_epoch_due(ps, pc, *now + len - 1), "epoch ends early");
 	*now += len;
 	cr_assert(gc_policy_epoch_due(ps, pc, *now), "epoch of %llu ns with %llu requests not due",
 		  (unsigned long long)len, (unsigned long long)n);
@@ -700,6 +704,67 @@ ParameterizedTest(struct aba_case *c, ab, group_must_beat_direct_on_both_sides)
 	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
 		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
 	cr_expect_eq(ps.ps_ab_switches, 0, "%s: a first verdict is no switch", c->name);
+}
+
+/* A grouped probe running below 80% of direct's rate halfway through its
+ * measured part (with at least 16 requests) ends there, with a verdict for
+ * direct; one that is slower but not by that much runs its whole length. */
+struct early_case {
+	char name[48];
+	uint64_t g_rate;
+	bool early;
+};
+
+ParameterizedTestParameters(ab, losing_group_probe_ends_halfway)
+{
+	static struct early_case cases[] = {
+		{ "group at half of direct", 4000, true },
+		{ "group at 75% of direct", 6000, true },
+		{ "group at 85% of direct", 6800, false },
+		{ "group faster", 12000, false },
+	};
+
+	return cr_make_param_array(struct early_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { c->g_rate, 8000 }, { 1 * MS, 1 * MS }, 1 * MS };
+	uint64_t now = T0, start, from, end, half, n, i;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	ab_step(&ps, &pc, &now, &w);
+	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
+	start = ps.ps_ab_epoch_start;
+	end = start + ps.ps_ab_epoch_len;
+	from = ps.ps_ab_measure_from;
+	half = from + (end - from) / 2;
+	for (i = 0; i < GROUP_COMMITS; i++) {
+		uint64_t t = start + i * (from - start) / GROUP_COMMITS / 2;
+
+		commit(&ps, &pc, t, t, w.commit_ns, 4, GC_CLOSE_COUNT);
+	}
+	/* requests that ended by halfway, at the group rate */
+	n = c->g_rate * (half - 1 * MS - from) / SEC;
+	cr_assert_geq(n, 16, "%s: enough requests to judge early", c->name);
+	for (i = 0; i < n; i++) {
+		uint64_t t = from + i * (half - 1 * MS - from) / n;
+
+		gc_policy_account(&ps, (int32_t)i, t, t + 1 * MS);
+	}
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, half - 1), "%s: not before halfway",
+		      c->name);
+	cr_expect_eq(gc_policy_epoch_due(&ps, &pc, half), c->early, "%s: due halfway",
+		     c->name);
+	if (!c->early)
+		return;
+	cr_expect(gc_policy_epoch_end(&ps, &pc, half), "%s: ends, and changes", c->name);
+	cr_expect(gc_policy_bypass(&ps, &pc, half), "%s: direct held", c->name);
+	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
+	cr_expect_lt(ps.ps_ab_rate[GC_AB_GROUP], 8000 * 1000 * 80 / 100, "%s", c->name);
 }
 
 /* A leader still waiting when the controller moves to direct calls closes
