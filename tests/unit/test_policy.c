@@ -24,6 +24,7 @@ GC_UNIT_GLOBALS;
 #define R_CLOSE 5440
 #define R_BASE 4000
 #define R_SLOW 1600
+#define R_CLEAR 2400	/* R_BASE is 1.67x: clear, but not twice */
 
 static struct gc_policy_cfg cfg(enum gc_policy_kind k)
 {
@@ -957,7 +958,7 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { R_SLOW, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
+	struct world w = { { R_CLEAR, R_CLEAR }, { 1 * MS, 1 * MS }, 1 * MS };
 	const char *name = c->winner == GC_AB_GROUP ? "group" : "direct";
 	int want, held;
 	uint64_t now = T0;
@@ -995,6 +996,36 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, want, "%s, narrow then clear: held %d epochs, want %d", name,
 		     held, want);
+}
+
+/* A first verdict for direct calls at least twice as fast as grouping
+ * holds with the clear bonus at once; a first verdict for grouping twice
+ * as fast does not (A-B-A confirmed or not, start-up can mislead it). */
+Test(ab, first_verdict_direct_twice_as_fast_holds_longer)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { R_SLOW, R_BASE }, { 1 * MS, 1 * MS }, 1 * MS };
+	uint64_t now = T0;
+	int held;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	ab_to_hold(&ps, &pc, &now, &w);
+	cr_assert(gc_policy_bypass(&ps, &pc, now));
+	held = ab_run_while_same(&ps, &pc, &now, &w);
+	cr_expect_eq(held, HOLD_EPOCHS << CLEAR_BONUS, "direct 2.5x: held %d epochs, want %d",
+		     held, HOLD_EPOCHS << CLEAR_BONUS);
+
+	w = (struct world){ { R_BASE, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
+	gc_policy_init(&ps);
+	now = T0;
+	ab_open(&ps, &pc, now);
+	ab_to_hold(&ps, &pc, &now, &w);
+	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
+	held = ab_run_while_same(&ps, &pc, &now, &w);
+	cr_expect_eq(held, HOLD_EPOCHS, "group 2.5x first: held %d epochs, want %d", held,
+		     HOLD_EPOCHS);
 }
 
 /* The hold epochs of the held mode are its fresh measurement: if it got
