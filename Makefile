@@ -121,6 +121,7 @@ help:
 	@echo 'make test       unit, end-to-end, slow-disk and crash tests'
 	@echo 'make crashtest  TRIALS=N power-cut trials with a summary table'
 	@echo 'make bench      base vs libgc vs fsync-disabled (BENCH=full for all rows)'
+	@echo 'make bench-ab   bare vs libgc on the machine'"'"'s disk, paired (ABBA and concurrent)'
 	@echo 'make asan|tsan  unit tests under AddressSanitizer / ThreadSanitizer'
 	@echo 'make install    PREFIX=/usr/local'
 	@echo 'V=1             show commands'

@@ -9,6 +9,8 @@ $(B)/bench/microbench: bench/microbench.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $<
 
 ALL_BINS += $(BENCH_BINS)
+# bench/ab.sh's input checks and a tiny run (no timing asserted)
+TEST_SUITES += bench/selftest.sh
 
 # BENCH=smoke|quick|full (quick by default); see bench/README.md.
 bench: all
@@ -16,3 +18,10 @@ bench: all
 	$(Q)BENCH='$(BENCH)' bash bench/bench.sh
 
 .PHONY: bench
+
+# bare vs libgc on the machine's disk, paired two ways (ABBA blocks and
+# concurrent runs) for differences of a few percent; see bench/README.md.
+bench-ab: all
+	$(Q)bash bench/ab.sh
+
+.PHONY: bench-ab
