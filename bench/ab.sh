@@ -45,23 +45,18 @@ work=$(mktemp -d "$base_dir/libgc-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/a" "$work/b"
 
-# Every LIBGC_* of the caller's environment is dropped: libgc runs with its
-# defaults plus the arguments.
-clean_env=(env)
-while IFS='=' read -r name _; do
-	[[ $name == LIBGC_* ]] && clean_env+=(-u "$name")
-done < <(env)
+# As in bench.sh: no preload and no LIBGC_* of the caller's environment;
+# libgc runs with its defaults plus the arguments.
+unset LD_PRELOAD
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^LIBGC_' || true)
 
-# storm WHO DIR WORKLOAD N: ops/s of one run (WHO: bare or libgc)
+# storm WHO DIR WORKLOAD N [LIBGC_...]: ops/s of one run (WHO: bare or libgc)
 storm() {
 	local who=$1 dir=$2 mode=$3 n=$4 line
+	local -a pre=()
 	shift 4
-	if [ "$who" = bare ]; then
-		line=$("${clean_env[@]}" "$storm" -t "$n" -f "$mode" -s 4096 -m fsync -d "$secs" -q -D "$dir")
-	else
-		line=$("${clean_env[@]}" LD_PRELOAD="$lib" "$@" "$storm" -t "$n" -f "$mode" -s 4096 \
-			-m fsync -d "$secs" -q -D "$dir")
-	fi
+	[ "$who" = bare ] || pre=(env LD_PRELOAD="$lib" "$@")
+	line=$("${pre[@]}" "$storm" -t "$n" -f "$mode" -s 4096 -m fsync -d "$secs" -q -D "$dir")
 	line=${line##*ops_per_s=}
 	echo "${line%% *}"
 }
