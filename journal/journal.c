@@ -283,7 +283,9 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 
 	t->t_state = T_COMMITTING;
 	t->t_close = why;
-	t->t_close_ns = now;
+	/* @now was read before the lock: a closer that read it before the
+	 * transaction's first joiner did must not close it before it began */
+	t->t_close_ns = now > t->t_start_ns ? now : t->t_start_ns;
 	for (i = 0; i < t->t_inodes; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
