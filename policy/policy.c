@@ -33,9 +33,17 @@
  * first verdict, measured while processes may still be starting. */
 #define GC_AB_MARGIN_PCT 25
 #define GC_AB_CLEAR_PCT 50
-/* A grouped probe running below this share of direct's rate halfway
- * through its measurement cannot win: it ends there. */
+/* A grouped probe running below this share of direct's rate, with a mean
+ * latency above direct's by the inverse share, halfway through its
+ * measurement cannot win: it ends there. It is judged only from its
+ * GC_AB_STOP_SETTLE-th commit on, and only once GC_AB_STOP_COMMITS more
+ * have ended: the first commit of a grouped epoch holds the one thread that
+ * arrived alone, the second every other thread's unstaged data (on a slow
+ * disk these two took 40 ms at 0.45x of direct, while the grouped epoch that
+ * followed ran at 1.7x). */
 #define GC_AB_STOP_PCT 80
+#define GC_AB_STOP_SETTLE 2
+#define GC_AB_STOP_COMMITS 2
 
 static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
 {
@@ -209,28 +217,35 @@ static uint64_t window_rate(uint64_t reqs, uint64_t lat, uint64_t from, uint64_t
 }
 
 /* A grouped probe is cut short when, halfway through its measured part
- * and with the requests an epoch needs, it runs clearly slower than
- * direct calls just did: it cannot win, and every millisecond of it costs
- * (on a disk where grouping loses, its epochs ran at 0.25-0.8x). Past its
- * length it then ends without waiting for the commits a verdict for
- * grouping needs (at 16 files a thread, commits of 4-10 ms stretched such
- * probes to 90 ms). */
+ * and with the requests and commits it needs to be judged, it runs clearly
+ * slower than direct calls just did, and its requests take clearly longer
+ * (with a fixed set of threads the two go together; a rate measured over a
+ * few commits right after a switch can read low on its own): it cannot
+ * win, and every millisecond of it costs (on a disk where grouping loses,
+ * its epochs ran at 0.25-0.8x). Past its length it then ends without
+ * waiting for the commits a verdict for grouping needs (at 16 files a
+ * thread, commits of 4-10 ms stretched such probes to 90 ms). */
 static bool group_probe_losing(const struct gc_policy_state *ps, uint64_t start,
 			       uint64_t now)
 {
 	uint64_t stop = __atomic_load_n(&ps->ps_ab_stop_below, __ATOMIC_RELAXED);
-	uint64_t from, end, reqs;
+	uint64_t from, end, reqs, lat;
 
 	if (!stop)
 		return false;
+	if (__atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) <
+	    GC_AB_STOP_SETTLE + GC_AB_STOP_COMMITS)
+		return false;
 	from = __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED);
 	end = start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED);
-	if (from >= end || now < from + (end - from) / 2)
+	if (from < end && now < from + (end - from) / 2)
 		return false;
 	reqs = gc_policy_epoch_reqs(ps);
 	if (reqs < GC_AB_MIN_REQS)
 		return false;
-	return window_rate(reqs, epoch_lat_ns(ps) / reqs, from, now) < stop;
+	lat = epoch_lat_ns(ps) / reqs;
+	return lat > __atomic_load_n(&ps->ps_ab_stop_lat, __ATOMIC_RELAXED) &&
+	       window_rate(reqs, lat, from, now) < stop;
 }
 
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
@@ -273,13 +288,15 @@ static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 		     uint64_t now)
 {
 	uint64_t len = epoch_len(ps, phase);
+	bool stoppable = mode == GC_AB_GROUP && phase == GC_AB_PROBE &&
+			 (ps->ps_ab_have & (1u << GC_AB_DIRECT));
 
 	ps->ps_ab_phase = phase;
 	__atomic_store_n(&ps->ps_ab_stop_below,
-			 mode == GC_AB_GROUP && phase == GC_AB_PROBE &&
-					 (ps->ps_ab_have & (1u << GC_AB_DIRECT))
-				 ? ps->ps_ab_rate[GC_AB_DIRECT] * GC_AB_STOP_PCT / 100
-				 : 0,
+			 stoppable ? ps->ps_ab_rate[GC_AB_DIRECT] * GC_AB_STOP_PCT / 100 : 0,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_ab_stop_lat,
+			 stoppable ? ps->ps_ab_lat[GC_AB_DIRECT] * 100 / GC_AB_STOP_PCT : 0,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
 	epoch_counts_reset(ps);
@@ -363,9 +380,9 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		ps->ps_ab_streak += 2;
 	if (ps->ps_ab_streak > GC_AB_MAX_STREAK)
 		ps->ps_ab_streak = GC_AB_MAX_STREAK;
+	ps->ps_ab_hold = GC_AB_HOLD_EPOCHS << ps->ps_ab_streak;
 	ps->ps_ab_last = win;
 	ps->ps_ab_have = 0;
-	ps->ps_ab_hold = GC_AB_HOLD_EPOCHS << ps->ps_ab_streak;
 	ab_start(ps, win, GC_AB_HOLD, now);
 	return win != mode;
 }
@@ -488,8 +505,12 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
 	__atomic_store_n(&ps->ps_ab_commits, ps->ps_ab_commits + 1, __ATOMIC_RELAXED);
-	if (ps->ps_ab_commits == ab_settle_commits(ps) && ps->ps_ab_mode == GC_AB_GROUP &&
-	    ps->ps_ab_measure_from < cs->cs_end_ns) {
+	/* a grouped epoch is measured from its settling commit on; a probe's
+	 * early end is judged from GC_AB_STOP_SETTLE on, even where the epoch
+	 * settles longer (then measured again from the later one) */
+	if ((ps->ps_ab_commits == ab_settle_commits(ps) ||
+	     ps->ps_ab_commits == GC_AB_STOP_SETTLE) &&
+	    ps->ps_ab_mode == GC_AB_GROUP && ps->ps_ab_measure_from < cs->cs_end_ns) {
 		__atomic_store_n(&ps->ps_ab_measure_from, cs->cs_end_ns, __ATOMIC_RELAXED);
 		epoch_counts_reset(ps);
 	}

@@ -79,6 +79,7 @@ struct gc_policy_state {
 	uint64_t ps_ab_before_lat;
 	uint64_t ps_ab_stop_below;	/* a grouped probe slower than this (x1000/s)
 					 * halfway through ends early; 0: never */
+	uint64_t ps_ab_stop_lat;	/* ... if its mean latency is above this too */
 	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
 };
 

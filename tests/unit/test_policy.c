@@ -708,21 +708,26 @@ ParameterizedTest(struct aba_case *c, ab, group_must_beat_direct_on_both_sides)
 }
 
 /* A grouped probe running below 80% of direct's rate halfway through its
- * measured part (with at least 8 requests) ends there, with a verdict for
- * direct; one that is slower but not by that much runs its whole length. */
+ * measured part, with requests taking over 1/0.8 of direct's latency (and
+ * with at least 8 requests), ends there with a verdict for direct; one that
+ * is slower but not by that much, or whose requests are not slower (a rate
+ * read low over few commits), runs its whole length. */
 struct early_case {
 	char name[48];
 	uint64_t g_rate;
+	uint64_t g_lat;
 	bool early;
 };
 
 ParameterizedTestParameters(ab, losing_group_probe_ends_halfway)
 {
 	static struct early_case cases[] = {
-		{ "group at half of direct", 4000, true },
-		{ "group at 75% of direct", 6000, true },
-		{ "group at 85% of direct", 6800, false },
-		{ "group faster", 12000, false },
+		{ "group at half of direct", 4000, 2 * MS, true },
+		{ "group at 75% of direct", 6000, 1340 * US, true },
+		{ "group at 85% of direct", 6800, 1180 * US, false },
+		{ "group faster", 12000, 670 * US, false },
+		{ "half the rate, same latency", 4000, 1 * MS, false },
+		{ "half the rate, latency +20%", 4000, 1200 * US, false },
 	};
 
 	return cr_make_param_array(struct early_case, cases, ARRAY_LEN(cases));
@@ -732,7 +737,7 @@ ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { c->g_rate, 8000 }, { 1 * MS, 1 * MS }, 1 * MS };
+	struct world w = { { c->g_rate, 8000 }, { c->g_lat, 1 * MS }, 1 * MS };
 	uint64_t now = T0, start, from, end, half, n, i;
 
 	gc_policy_init(&ps);
@@ -749,12 +754,12 @@ ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
 		commit(&ps, &pc, t, t, w.commit_ns, 4, GC_CLOSE_COUNT);
 	}
 	/* requests that ended by halfway, at the group rate */
-	n = c->g_rate * (half - 1 * MS - from) / SEC;
+	n = c->g_rate * (half - c->g_lat - from) / SEC;
 	cr_assert_geq(n, 8, "%s: enough requests to judge early", c->name);
 	for (i = 0; i < n; i++) {
-		uint64_t t = from + i * (half - 1 * MS - from) / n;
+		uint64_t t = from + i * (half - c->g_lat - from) / n;
 
-		gc_policy_account(&ps, (int32_t)i, t, t + 1 * MS);
+		gc_policy_account(&ps, (int32_t)i, t, t + c->g_lat);
 	}
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, half - 1), "%s: not before halfway",
 		      c->name);
@@ -769,7 +774,8 @@ ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
 }
 
 /* Past its length, a grouped probe that is losing ends without the commits
- * a verdict for grouping would need; one that is not losing waits for them. */
+ * a verdict for grouping would need (4 of 16 here); one that is not losing
+ * waits for them. */
 Test(ab, losing_group_probe_needs_no_commits)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
@@ -778,7 +784,7 @@ Test(ab, losing_group_probe_needs_no_commits)
 	uint64_t now = T0, from, end, n, i;
 
 	for (int losing = 1; losing >= 0; losing--) {
-		uint64_t rate = losing ? 4000 : 7000;
+		uint64_t rate = losing ? 4000 : 7000, lat = 8000 * MS / rate;
 
 		gc_policy_init(&ps);
 		now = T0;
@@ -787,16 +793,55 @@ Test(ab, losing_group_probe_needs_no_commits)
 		cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
 		from = ps.ps_ab_measure_from;
 		end = ps.ps_ab_epoch_start + ps.ps_ab_epoch_len;
-		commit(&ps, &pc, now, now, w.commit_ns, 4, GC_CLOSE_COUNT); /* 1 of 16 */
-		n = rate * (end - 1 * MS - from) / SEC;
+		for (i = 0; i < 4; i++)
+			commit(&ps, &pc, now, now, w.commit_ns, 4, GC_CLOSE_COUNT);
+		n = rate * (end - lat - from) / SEC;
 		for (i = 0; i < n; i++) {
-			uint64_t t = from + i * (end - 1 * MS - from) / n;
+			uint64_t t = from + i * (end - lat - from) / n;
 
-			gc_policy_account(&ps, (int32_t)i, t, t + 1 * MS);
+			gc_policy_account(&ps, (int32_t)i, t, t + lat);
 		}
 		cr_expect_eq(gc_policy_epoch_due(&ps, &pc, end), (bool)losing,
-			     "%llu/s against 8000/s direct, one commit: due=%d",
+			     "%llu/s against 8000/s direct, 4 commits: due=%d",
 			     (unsigned long long)rate, !losing);
+	}
+}
+
+/* The first two commits of a grouped probe are not judged: on a slow disk
+ * the first one held the thread that arrived alone and the second every
+ * other thread's unstaged data, which together read as 0.45x of direct,
+ * while the commits after them ran at 1.7x. The probe is judged from the
+ * end of its second commit, once two more have ended. */
+Test(ab, group_probe_is_judged_after_its_first_commits)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { 1600, 1600 }, { 10 * MS, 10 * MS }, 6 * MS };
+	uint64_t now = T0, start, t, i, k;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	ab_step(&ps, &pc, &now, &w);	/* direct: 16 threads at 10 ms */
+	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
+	cr_assert_gt(ps.ps_ab_stop_below, 0, "a probe that may end early");
+	start = now;
+	/* one thread alone, then the other 15 with unstaged data */
+	commit(&ps, &pc, start, start, 19 * MS, 1, GC_CLOSE_NOWAIT);
+	gc_policy_account(&ps, 0, start, start + 19 * MS);
+	commit(&ps, &pc, start + 7 * MS, start + 19 * MS, 21 * MS, 16, GC_CLOSE_COUNT);
+	cr_expect_eq(ps.ps_ab_measure_from, start + 40 * MS,
+		     "measured from the end of the second commit");
+	for (i = 1; i < 16; i++)
+		gc_policy_account(&ps, (int32_t)i, start + 7 * MS + i * US, start + 40 * MS);
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, start + 40 * MS),
+		      "two commits are not judged");
+	/* then commits of 6 ms holding all 16: 2,667/s */
+	for (k = 0, t = start + 40 * MS; k < 12; k++, t += 6 * MS) {
+		commit(&ps, &pc, t, t, 6 * MS, 16, GC_CLOSE_COUNT);
+		for (i = 0; i < 16; i++)
+			gc_policy_account(&ps, (int32_t)i, t + i * US, t + 6 * MS);
+		cr_expect_not(gc_policy_epoch_due(&ps, &pc, t + 6 * MS),
+			      "not losing after %llu commits", (unsigned long long)k + 3);
 	}
 }
 
