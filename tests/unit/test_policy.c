@@ -25,6 +25,7 @@ GC_UNIT_GLOBALS;
 #define R_BASE 4000
 #define R_SLOW 1600
 #define R_CLEAR 2400	/* R_BASE is 1.67x: clear, but not twice */
+#define R_NEAR 4400	/* 1.1x R_BASE: inside grouping's 25% margin */
 
 static struct gc_policy_cfg cfg(enum gc_policy_kind k)
 {
@@ -1071,6 +1072,32 @@ Test(ab, first_verdict_direct_twice_as_fast_holds_longer)
 	held = ab_run_while_same(&ps, &pc, &now, &w);
 	cr_expect_eq(held, HOLD_EPOCHS, "group 2.5x first: held %d epochs, want %d", held,
 		     HOLD_EPOCHS);
+}
+
+/* A first verdict for direct calls won by less than grouping's margin
+ * (grouping above 80% of direct) holds one epoch: the start can flatter
+ * direct calls. Grouping is then probed again, and the same verdict holds
+ * as a second one does. */
+Test(ab, first_verdict_inside_the_margin_holds_one_epoch)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct world w = { { R_BASE, R_NEAR }, { 1 * MS, 1 * MS }, 1 * MS };
+	uint64_t now = T0;
+	int held;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	cr_expect_eq(ab_to_hold(&ps, &pc, &now, &w), 2, "direct, then group");
+	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct held");
+	held = ab_run_while_same(&ps, &pc, &now, &w);
+	cr_expect_eq(held, 1, "direct by 10%% first: held %d epochs, want 1", held);
+	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "then grouping is probed");
+	ab_step(&ps, &pc, &now, &w);
+	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct held again");
+	held = ab_run_while_same(&ps, &pc, &now, &w);
+	cr_expect_eq(held, HOLD_EPOCHS << 1, "the same verdict again: held %d epochs, want %d",
+		     held, HOLD_EPOCHS << 1);
 }
 
 /* The hold epochs of the held mode are its fresh measurement: if it got
