@@ -295,8 +295,12 @@ static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 	__atomic_store_n(&ps->ps_ab_stop_below,
 			 stoppable ? ps->ps_ab_rate[GC_AB_DIRECT] * GC_AB_STOP_PCT / 100 : 0,
 			 __ATOMIC_RELAXED);
+	/* direct's latency is UINT64_MAX after an epoch without requests
+	 * (and then its rate, the bound above, is 0: no early end) */
 	__atomic_store_n(&ps->ps_ab_stop_lat,
-			 stoppable ? ps->ps_ab_lat[GC_AB_DIRECT] * 100 / GC_AB_STOP_PCT : 0,
+			 stoppable ? min_u64(ps->ps_ab_lat[GC_AB_DIRECT], UINT64_MAX / 100) *
+					     100 / GC_AB_STOP_PCT
+				   : 0,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
 	epoch_counts_reset(ps);
