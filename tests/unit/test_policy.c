@@ -1044,6 +1044,19 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 		     held, want);
 }
 
+/* Starts a controller in @w and runs it to its first verdict, which must
+ * be @want; returns how many epochs that verdict held. */
+static int first_verdict_held(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			      uint64_t *now, const struct world *w, uint32_t want)
+{
+	gc_policy_init(ps);
+	*now = T0;
+	ab_open(ps, pc, *now);
+	ab_to_hold(ps, pc, now, w);
+	cr_assert_eq(mode_now(ps, pc, *now), want, "first verdict");
+	return ab_run_while_same(ps, pc, now, w);
+}
+
 /* A first verdict for direct calls at least twice as fast as grouping
  * holds with the clear bonus at once; a first verdict for grouping twice
  * as fast does not (A-B-A confirmed or not, start-up can mislead it). */
@@ -1052,24 +1065,15 @@ Test(ab, first_verdict_direct_twice_as_fast_holds_longer)
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 	struct world w = { { R_SLOW, R_BASE }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
+	uint64_t now;
 	int held;
 
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	cr_assert(gc_policy_bypass(&ps, &pc, now));
-	held = ab_run_while_same(&ps, &pc, &now, &w);
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT);
 	cr_expect_eq(held, HOLD_EPOCHS << CLEAR_BONUS, "direct 2.5x: held %d epochs, want %d",
 		     held, HOLD_EPOCHS << CLEAR_BONUS);
 
 	w = (struct world){ { R_BASE, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
-	gc_policy_init(&ps);
-	now = T0;
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
-	held = ab_run_while_same(&ps, &pc, &now, &w);
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_GROUP);
 	cr_expect_eq(held, HOLD_EPOCHS, "group 2.5x first: held %d epochs, want %d", held,
 		     HOLD_EPOCHS);
 }
@@ -1083,14 +1087,10 @@ Test(ab, first_verdict_inside_the_margin_holds_one_epoch)
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 	struct world w = { { R_BASE, R_NEAR }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
+	uint64_t now;
 	int held;
 
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	cr_expect_eq(ab_to_hold(&ps, &pc, &now, &w), 2, "direct, then group");
-	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct held");
-	held = ab_run_while_same(&ps, &pc, &now, &w);
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT);
 	cr_expect_eq(held, 1, "direct by 10%% first: held %d epochs, want 1", held);
 	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "then grouping is probed");
 	ab_step(&ps, &pc, &now, &w);
