@@ -88,7 +88,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	static const char *const osync[] = { "convert", "keep" };
 	static const char *const stage[] = { "auto", "always", "never" };
 	static const char *const share[] = { "user", "process" };
-	static const char *const logs[] = { "error", "warn", "info", "debug" };
+	static const char *const logs[] = { "error", "warn", "info", "debug", "trace" };
 	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
 	struct gc_policy_cfg *pc = &c->c_policy;
 	uint64_t us;
@@ -108,8 +108,8 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		c->c_stage = (enum gc_stage_mode)i;
 	if ((i = parse_word(&p, "LIBGC_SHARE", share, 2, "user or process")) >= 0)
 		c->c_share = (enum gc_share_mode)i;
-	if ((i = parse_word(&p, "LIBGC_LOG", logs, 4,
-			    "error, warn, info or debug")) >= 0)
+	if ((i = parse_word(&p, "LIBGC_LOG", logs, 5,
+			    "error, warn, info, debug or trace")) >= 0)
 		c->c_log = (enum gc_log_level)i;
 
 	us = pc->pc_max_wait_ns / GC_NSEC_PER_USEC;

@@ -9,7 +9,7 @@
 enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
 enum gc_stage_mode { GC_STAGE_AUTO, GC_STAGE_ALWAYS, GC_STAGE_NEVER };
 enum gc_share_mode { GC_SHARE_USER, GC_SHARE_PROCESS };
-enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG };
+enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG, GC_LOG_TRACE };
 
 struct gc_config {
 	bool c_disable;			/* LIBGC_DISABLE */

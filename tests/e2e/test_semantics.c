@@ -229,6 +229,41 @@ Test(semantics, good_values_are_silent)
 		env_case(good[i], 0);
 }
 
+/* LIBGC_LOG=trace writes one line per commit, as many as the exit report
+ * counts, each with its requests; and nothing else is lost: every request
+ * still completes durably. */
+Test(semantics, trace_logs_every_commit)
+{
+	static const char *const env[] = { "LIBGC_LOG=trace", "LIBGC_REPORT=1",
+					   "LIBGC_PROBE=0", NULL };
+	const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", "fsync",
+			       "-f", "shared", "-t", "4", "-n", "25", NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	long commits, requests = 0, n, lines = 0;
+	const char *p;
+
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 30, argv, "trace");
+	e2e_expect_ok(&r, "trace");
+	cr_expect_eq(e2e_out_long(r.out, "ok"), 100, "%s", r.out);
+	cr_expect_eq(s.s_violations, 0);
+	commits = e2e_out_long(r.err, "commits");
+	cr_assert_gt(commits, 0, "grouped requests make commits:\n%s", r.err);
+	for (p = r.err; (p = strstr(p, ": commit ")); p++) {
+		const char *q = strchr(p + 9, ':');
+
+		cr_assert(q && sscanf(q, ": requests=%ld", &n) == 1, "bad trace line: %.80s", p);
+		cr_expect_geq(n, 1, "a commit of no request: %.80s", p);
+		requests += n;
+		lines++;
+	}
+	cr_expect_eq(lines, commits, "%ld commit lines, report counts %ld:\n%s", lines, commits,
+		     r.err);
+	cr_expect_eq(requests, e2e_out_long(r.err, "batched"),
+		     "the lines' requests add up to the report's batched count");
+	e2e_run_free(&r);
+}
+
 /* Writes since the program's request whose durability the kernel flag, or
  * else real syncs on the inode, must account for. */
 static void expect_synced_route(const char *out, const char *route, const char *count_key,
