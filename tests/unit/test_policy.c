@@ -460,6 +460,21 @@ static void ab_open(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 	cr_assert_eq(ps->ps_ab_phase, GC_AB_PROBE);
 }
 
+/* Accounts the requests of @per_sec that both begin at or after @from and
+ * end by @until, each taking @lat, begun evenly; returns how many. */
+static uint64_t serve_evenly(struct gc_policy_state *ps, uint64_t per_sec, uint64_t from,
+			     uint64_t until, uint64_t lat)
+{
+	uint64_t win = until - lat - from, n = per_sec * win / SEC, i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t t = from + i * win / n;
+
+		gc_policy_account(ps, (int32_t)i, t, t + lat);
+	}
+	return n;
+}
+
 /* Serves one whole epoch in the current mode and ends it; returns what
  * gc_policy_epoch_end() returned. Requests of the previous mode still
  * finish early in the epoch; the epoch's own requests arrive evenly once it
@@ -472,8 +487,7 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 	uint64_t start = ps->ps_ab_epoch_start, len = ps->ps_ab_epoch_len;
 	uint64_t from = start + len / 4, span = len - len / 4;
 	uint64_t lat = w->lat_ns[mode] < span / 2 ? w->lat_ns[mode] : span / 2;
-	/* the requests that both begin and end inside the settled window */
-	uint64_t win = span - lat, n = w->per_sec[mode] * win / SEC, i;
+	uint64_t n, i;
 
 	cr_assert_eq(start, *now, "epochs follow each other");
 	for (i = 0; i < 8; i++)	/* stragglers: slow, and not this epoch's */
@@ -483,11 +497,8 @@ static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 
 		commit(ps, pc, t, t, w->commit_ns, 4, GC_CLOSE_COUNT);
 	}
-	for (i = 0; i < n; i++) {
-		uint64_t t = from + i * win / n;
-
-		gc_policy_account(ps, (int32_t)i, t, t + lat);
-	}
+	/* the requests that both begin and end inside the settled window */
+	n = serve_evenly(ps, w->per_sec[mode], from, from + span, lat);
 	/* a grouped probe clearly slower than direct may end early (see
 	 * losing_group_probe_ends_halfway); the rest run their length */
 	if (!(mode == GC_AB_GROUP && ps->ps_ab_stop_below &&
@@ -755,13 +766,8 @@ ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
 		commit(&ps, &pc, t, t, w.commit_ns, 4, GC_CLOSE_COUNT);
 	}
 	/* requests that ended by halfway, at the group rate */
-	n = c->g_rate * (half - c->g_lat - from) / SEC;
+	n = serve_evenly(&ps, c->g_rate, from, half, c->g_lat);
 	cr_assert_geq(n, 8, "%s: enough requests to judge early", c->name);
-	for (i = 0; i < n; i++) {
-		uint64_t t = from + i * (half - c->g_lat - from) / n;
-
-		gc_policy_account(&ps, (int32_t)i, t, t + c->g_lat);
-	}
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, half - 1), "%s: not before halfway",
 		      c->name);
 	cr_expect_eq(gc_policy_epoch_due(&ps, &pc, half), c->early, "%s: due halfway",
@@ -782,7 +788,7 @@ Test(ab, losing_group_probe_needs_no_commits)
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 	struct world w = { { 4000, 8000 }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0, from, end, n, i;
+	uint64_t now = T0, from, end, i;
 
 	for (int losing = 1; losing >= 0; losing--) {
 		uint64_t rate = losing ? 4000 : 7000, lat = 8000 * MS / rate;
@@ -796,12 +802,7 @@ Test(ab, losing_group_probe_needs_no_commits)
 		end = ps.ps_ab_epoch_start + ps.ps_ab_epoch_len;
 		for (i = 0; i < 4; i++)
 			commit(&ps, &pc, now, now, w.commit_ns, 4, GC_CLOSE_COUNT);
-		n = rate * (end - lat - from) / SEC;
-		for (i = 0; i < n; i++) {
-			uint64_t t = from + i * (end - lat - from) / n;
-
-			gc_policy_account(&ps, (int32_t)i, t, t + lat);
-		}
+		serve_evenly(&ps, rate, from, end, lat);
 		cr_expect_eq(gc_policy_epoch_due(&ps, &pc, end), (bool)losing,
 			     "%llu/s against 8000/s direct, 4 commits: due=%d",
 			     (unsigned long long)rate, !losing);
