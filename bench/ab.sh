@@ -10,11 +10,14 @@
 #                both see the same moments of the disk. They also share it,
 #                so a mode of libgc that loses (its grouped probes) loses
 #                up to twice as much here as alone: a pessimistic reading.
+#   control      (AB_CONTROL=1) concurrent pairs of bare against bare: the
+#                instrument's own spread, measured in the same batch.
 #
 # Each cell prints the median ratio and a 90% bootstrap interval of that
 # median. Settings (environment):
 #   AB_CELLS="shared:1 shared:2 shared:8 shared:16 each:2 each:8 each:16"
-#   AB_SECS=2 AB_BLOCKS=12 AB_PAIRS=20   AB_DIR=/var/tmp   AB_OUT=bench/results
+#   AB_SECS=10 AB_BLOCKS=4 AB_PAIRS=12 AB_CONTROL=0   AB_DIR=/var/tmp
+#   AB_OUT=bench/results
 # Extra LIBGC_* settings for the libgc runs may be given as arguments.
 set -eu
 
@@ -22,9 +25,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lib=$root/build/libgc.so
 storm=$root/build/examples/fsync_storm
 cells=${AB_CELLS:-shared:1 shared:2 shared:8 shared:16 each:2 each:8 each:16}
-secs=${AB_SECS:-2}
-blocks=${AB_BLOCKS:-12}
-pairs=${AB_PAIRS:-20}
+secs=${AB_SECS:-10}
+blocks=${AB_BLOCKS:-4}
+pairs=${AB_PAIRS:-12}
+control=${AB_CONTROL:-0}
 base_dir=${AB_DIR:-/var/tmp}
 out_dir=${AB_OUT:-$root/bench/results}
 
@@ -32,6 +36,7 @@ die() { echo "bench-ab: $*" >&2; exit 2; }
 for v in "$secs" "$blocks" "$pairs"; do
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "AB_SECS, AB_BLOCKS and AB_PAIRS must be positive integers"
 done
+[[ $control =~ ^[01]$ ]] || die "AB_CONTROL must be 0 or 1, not '$control'"
 for c in $cells; do
 	[[ $c =~ ^(shared|each):[0-9]+$ ]] || die "bad cell '$c' (want shared:N or each:N)"
 done
@@ -94,17 +99,18 @@ while [ -e "$out" ]; do out=$out_dir/$day-$host-ab.$k.md; k=$((k + 1)); done
 	echo "- disk: $(findmnt -n -o FSTYPE,SOURCE -T "$work" | tr -s ' ') (folder under $base_dir)"
 	echo "- fsync_storm -t N -f shared|each -s 4096 -m fsync -d $secs; libgc: defaults${*:+ and $*}"
 	echo "- ABBA: $blocks blocks of 4 runs; concurrent: $pairs pairs run at once"
+	[ "$control" = 0 ] || echo "- control: $pairs concurrent pairs of bare against bare (ratio = second / first)"
 	echo "- ratio = libgc / bare; median (90% bootstrap interval of the median)"
 	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo
-	echo "| workload | N | bare ops/s (ABBA mean) | ABBA ratio | concurrent ratio |"
-	echo "|---|---:|---:|---|---|"
+	echo "| workload | N | bare ops/s (ABBA mean) | ABBA ratio | concurrent ratio | control (bare/bare) |"
+	echo "|---|---:|---:|---|---|---|"
 } > "$out"
 
 echo "bench-ab: results go to $out"
 for c in $cells; do
 	mode=${c%%:*} n=${c##*:}
-	: > "$work/abba" && : > "$work/conc"
+	: > "$work/abba" && : > "$work/conc" && : > "$work/ctl"
 	for ((i = 1; i <= blocks; i++)); do
 		if ((i % 2)); then order="bare libgc libgc bare"; else order="libgc bare bare libgc"; fi
 		sb=0 sl=0
@@ -120,12 +126,20 @@ for c in $cells; do
 		storm libgc "$work/b" "$mode" "$n" "$@" > "$work/rb" &
 		wait
 		echo "$(cat "$work/ra") $(cat "$work/rb")" >> "$work/conc"
+		((control)) || continue
+		storm bare "$work/a" "$mode" "$n" > "$work/ra" &
+		storm bare "$work/b" "$mode" "$n" > "$work/rb" &
+		wait
+		echo "$(cat "$work/ra") $(cat "$work/rb")" >> "$work/ctl"
 	done
 	bare=$(awk '{ s += $1 } END { printf "%.0f", s / NR / 2 }' "$work/abba")
 	abba=$(awk '{ print $2 / $1 }' "$work/abba" | summary)
 	conc=$(awk '{ print $2 / $1 }' "$work/conc" | summary)
+	ctl=—
+	((control)) && ctl=$(awk '{ print $2 / $1 }' "$work/ctl" | summary)
 	label=$([ "$mode" = shared ] && echo "one shared file" || echo "a file per thread")
-	echo "| $label | $n | $bare | $abba | $conc |" >> "$out"
-	printf '  %-18s N=%-3s bare %7s ops/s  ABBA %s  concurrent %s\n' "$label" "$n" "$bare" "$abba" "$conc"
+	echo "| $label | $n | $bare | $abba | $conc | $ctl |" >> "$out"
+	printf '  %-18s N=%-3s bare %7s ops/s  ABBA %s  concurrent %s%s\n' "$label" "$n" "$bare" "$abba" "$conc" \
+		"$( ((control)) && echo "  control $ctl")"
 done
 echo "bench-ab: $out"
