@@ -150,7 +150,15 @@ void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
 		       uint64_t end)
 {
 	struct gc_ab_shard *sh = &ps->ps_ab_shard[(uint32_t)tid % GC_AB_SHARDS];
+	uint64_t me = GC_AB_ONE | (uint32_t)tid;
+	uint64_t seen = __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED);
 
+	/* Once a second thread is seen this costs one load a request. */
+	if (seen != me && seen != GC_AB_MANY &&
+	    (seen || !__atomic_compare_exchange_n(&ps->ps_ab_threads, &seen, me, false,
+						  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) &&
+	    seen != me)
+		__atomic_store_n(&ps->ps_ab_threads, GC_AB_MANY, __ATOMIC_RELAXED);
 	if (start < __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED))
 		return;
 	__atomic_fetch_add(&sh->s_reqs, 1, __ATOMIC_RELAXED);
@@ -304,6 +312,7 @@ static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
 	epoch_counts_reset(ps);
+	__atomic_store_n(&ps->ps_ab_threads, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_commits, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_epoch_len, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_ab_measure_from, now + len / 4, __ATOMIC_RELAXED);
@@ -339,6 +348,16 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		return false;
 	}
 	if (!(ps->ps_ab_have & (1u << other))) {
+		/* One thread alone has nothing to gather (Wheeler (4)): its
+		 * grouped epoch would only add the commit's own steps to each
+		 * request. Direct calls go on in probe-length epochs, and the
+		 * first one with a second sync thread is followed by the
+		 * grouped probe. */
+		if (other == GC_AB_GROUP &&
+		    __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED) != GC_AB_MANY) {
+			ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
+			return false;
+		}
 		/* The other mode has no fresh number: measure it now. */
 		ab_start(ps, other, GC_AB_PROBE, now);
 		return true;

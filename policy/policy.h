@@ -80,6 +80,9 @@ struct gc_policy_state {
 	uint64_t ps_ab_stop_below;	/* a grouped probe slower than this (x1000/s)
 					 * halfway through ends early; 0: never */
 	uint64_t ps_ab_stop_lat;	/* ... if its mean latency is above this too */
+	uint64_t ps_ab_threads;		/* who was accounted in this epoch (atomic):
+					 * 0 nobody, GC_AB_ONE | tid one thread,
+					 * GC_AB_MANY several */
 	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
 };
 
@@ -92,6 +95,8 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 		      int32_t tid, uint64_t now);
 
 enum { GC_AB_GROUP = 0, GC_AB_DIRECT = 1, GC_AB_NONE = 2 };
+#define GC_AB_ONE (1ull << 32)
+#define GC_AB_MANY UINT64_MAX
 enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
 
 /* true: serve this request with a direct real call (policy none, or the
@@ -102,8 +107,8 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 
 /* A request of thread @tid that began at @start finished at @end, in
  * whichever mode. Counted only if it began after the epoch settled (the
- * first quarter of an epoch is left to requests of the previous mode).
- * Lock-free. */
+ * first quarter of an epoch is left to requests of the previous mode);
+ * its thread is noted either way. Lock-free. */
 void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
 		       uint64_t end);
 /* Requests counted in the current epoch so far. */

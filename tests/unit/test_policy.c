@@ -589,14 +589,86 @@ Test(ab, epoch_needs_time_requests_and_commits)
 	commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
 	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 25 ms");
 
-	/* a quiet epoch still ends at the 1 s cap */
+	/* a quiet epoch still ends at the 1 s cap; with no sync thread in
+	 * it there is nothing to group */
 	gc_policy_init(&ps);
 	ab_open(&ps, &pc, T0);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + SEC - 1));
 	cr_expect(gc_policy_epoch_due(&ps, &pc, T0 + SEC));
-	cr_expect(gc_policy_epoch_end(&ps, &pc, T0 + SEC), "moves on to the group probe");
+	cr_expect_not(gc_policy_epoch_end(&ps, &pc, T0 + SEC), "stays direct");
+	cr_expect_eq(ps.ps_ab_epoch_start, T0 + SEC, "in a new epoch");
 	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 0);
 	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], UINT64_MAX, "no requests: no latency");
+}
+
+/* Each request notes its thread, settled or not: nobody, one thread (any
+ * tid, 0 included), or several. A new epoch forgets them. */
+Test(ab, epoch_notes_one_thread_or_several)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, T0);
+	cr_expect_eq(ps.ps_ab_threads, 0);
+	gc_policy_account(&ps, 0, T0 - 1 * MS, T0 + 1 * MS);	/* unsettled */
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | 0);
+	gc_policy_account(&ps, 0, T0 + 10 * MS, T0 + 11 * MS);
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | 0, "the same thread again");
+	gc_policy_account(&ps, 8, T0 + 10 * MS, T0 + 11 * MS);	/* same shard */
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY);
+	gc_policy_account(&ps, 0, T0 + 12 * MS, T0 + 13 * MS);
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY, "several stays several");
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, T0);
+	gc_policy_account(&ps, -5, T0 + 10 * MS, T0 + 11 * MS);
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | (uint32_t)-5);
+	gc_policy_account(&ps, 3, T0 + 10 * MS, T0 + 11 * MS);
+	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY);
+	for (int i = 0; i < 8; i++)
+		gc_policy_account(&ps, 3, T0 + 10 * MS, T0 + 11 * MS);
+	cr_expect(gc_policy_epoch_end(&ps, &pc, T0 + 25 * MS), "on to the group probe");
+	cr_expect_eq(ps.ps_ab_threads, 0, "forgotten by the new epoch");
+}
+
+/* Wheeler (4) for the controller: one sync thread alone is never probed
+ * grouped (there is nothing to gather). It stays on direct calls in
+ * probe-length epochs, however fast or slow they run, and the epoch in
+ * which a second thread syncs is followed by the grouped probe. */
+Test(ab, lone_thread_is_not_probed_grouped)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0, from;
+	int e, i;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, now);
+	for (e = 0; e < 20; e++) {
+		from = now + 25 * MS / 4;
+		for (i = 0; i < 10; i++)
+			gc_policy_account(&ps, 4242, from + (uint64_t)i * MS, from + (uint64_t)i * MS + 20 * MS);
+		now += e % 2 ? 25 * MS : 1 * SEC;
+		cr_assert(gc_policy_epoch_due(&ps, &pc, now));
+		cr_assert_not(gc_policy_epoch_end(&ps, &pc, now), "epoch %d: no switch", e);
+		cr_assert_eq(mode_now(&ps, &pc, now), GC_AB_DIRECT);
+		cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE);
+		cr_assert_eq(ps.ps_ab_epoch_start, now);
+		cr_assert_eq(ps.ps_ab_epoch_len, 25 * MS);
+		cr_assert_eq(ps.ps_ab_last, GC_AB_NONE, "no verdict");
+	}
+	cr_expect_gt(ps.ps_ab_rate[GC_AB_DIRECT], 0, "direct is measured all along");
+
+	/* a second thread: the epoch after it is the grouped probe */
+	from = now + 25 * MS / 4;
+	for (i = 0; i < 10; i++)
+		gc_policy_account(&ps, 4242, from + (uint64_t)i * MS, from + (uint64_t)i * MS + 2 * MS);
+	gc_policy_account(&ps, 4243, from, from + 2 * MS);
+	now += 25 * MS;
+	cr_assert(gc_policy_epoch_end(&ps, &pc, now), "on to the group probe");
+	cr_expect_eq(mode_now(&ps, &pc, now), GC_AB_GROUP);
+	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
 }
 
 /* Epochs stretch with the commit latency (probes 8, holds 32 commits; cap
