@@ -146,19 +146,27 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
 }
 
+/* Notes @tid among the threads of this epoch: the first, or another. */
+static void ab_note_thread(struct gc_policy_state *ps, int32_t tid)
+{
+	uint64_t me = GC_AB_ONE | (uint32_t)tid;
+	uint64_t seen = __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED);
+
+	if (seen == me || seen == GC_AB_MANY)
+		return; /* once several are seen: one load a request */
+	if (!seen && __atomic_compare_exchange_n(&ps->ps_ab_threads, &seen, me, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return; /* the epoch's first */
+	if (seen != me)
+		__atomic_store_n(&ps->ps_ab_threads, GC_AB_MANY, __ATOMIC_RELAXED);
+}
+
 void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
 		       uint64_t end)
 {
 	struct gc_ab_shard *sh = &ps->ps_ab_shard[(uint32_t)tid % GC_AB_SHARDS];
-	uint64_t me = GC_AB_ONE | (uint32_t)tid;
-	uint64_t seen = __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED);
 
-	/* Once a second thread is seen this costs one load a request. */
-	if (seen != me && seen != GC_AB_MANY &&
-	    (seen || !__atomic_compare_exchange_n(&ps->ps_ab_threads, &seen, me, false,
-						  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) &&
-	    seen != me)
-		__atomic_store_n(&ps->ps_ab_threads, GC_AB_MANY, __ATOMIC_RELAXED);
+	ab_note_thread(ps, tid);
 	if (start < __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED))
 		return;
 	__atomic_fetch_add(&sh->s_reqs, 1, __ATOMIC_RELAXED);
