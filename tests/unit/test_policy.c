@@ -1118,14 +1118,15 @@ ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
 }
 
 /* Starts a controller in @w and runs it to its first verdict, which must
- * be @want; returns how many epochs that verdict held. */
+ * be @want after @probes probe epochs; returns how many epochs that
+ * verdict held. */
 static int first_verdict_held(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-			      uint64_t *now, const struct world *w, uint32_t want)
+			      uint64_t *now, const struct world *w, uint32_t want, int probes)
 {
 	gc_policy_init(ps);
 	*now = T0;
 	ab_open(ps, pc, *now);
-	ab_to_hold(ps, pc, now, w);
+	cr_assert_eq(ab_to_hold(ps, pc, now, w), probes, "probe epochs before the first verdict");
 	cr_assert_eq(mode_now(ps, pc, *now), want, "first verdict");
 	return ab_run_while_same(ps, pc, now, w);
 }
@@ -1141,12 +1142,12 @@ Test(ab, first_verdict_direct_twice_as_fast_holds_longer)
 	uint64_t now;
 	int held;
 
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT);
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT, 2);
 	cr_expect_eq(held, HOLD_EPOCHS << CLEAR_BONUS, "direct 2.5x: held %d epochs, want %d",
 		     held, HOLD_EPOCHS << CLEAR_BONUS);
 
 	w = (struct world){ { R_BASE, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_GROUP);
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_GROUP, 3);
 	cr_expect_eq(held, HOLD_EPOCHS, "group 2.5x first: held %d epochs, want %d", held,
 		     HOLD_EPOCHS);
 }
@@ -1163,7 +1164,8 @@ Test(ab, first_verdict_inside_the_margin_holds_one_epoch)
 	uint64_t now;
 	int held;
 
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT);
+	/* direct, then group */
+	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT, 2);
 	cr_expect_eq(held, 1, "direct by 10%% first: held %d epochs, want 1", held);
 	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "then grouping is probed");
 	ab_step(&ps, &pc, &now, &w);
