@@ -66,6 +66,18 @@ storm() {
 	echo "${line%% *}"
 }
 
+# pair WHO WHO FILE [LIBGC_...]: one run of each, of the current cell
+# ($mode, $n), at the same time in the two folders; appends their ops/s to
+# FILE, first then second
+pair() {
+	local x=$1 y=$2 to=$3
+	shift 3
+	storm "$x" "$work/a" "$mode" "$n" "$@" > "$work/ra" &
+	storm "$y" "$work/b" "$mode" "$n" "$@" > "$work/rb" &
+	wait
+	echo "$(cat "$work/ra") $(cat "$work/rb")" >> "$to"
+}
+
 # summary: "median (lo–hi)" of the ratios on stdin, one per line; the
 # interval is the 5th and 95th percentile of 2000 bootstrap medians.
 summary() {
@@ -122,15 +134,9 @@ for c in $cells; do
 		echo "$sb $sl" >> "$work/abba"
 	done
 	for ((i = 1; i <= pairs; i++)); do
-		storm bare "$work/a" "$mode" "$n" > "$work/ra" &
-		storm libgc "$work/b" "$mode" "$n" "$@" > "$work/rb" &
-		wait
-		echo "$(cat "$work/ra") $(cat "$work/rb")" >> "$work/conc"
+		pair bare libgc "$work/conc" "$@"
 		((control)) || continue
-		storm bare "$work/a" "$mode" "$n" > "$work/ra" &
-		storm bare "$work/b" "$mode" "$n" > "$work/rb" &
-		wait
-		echo "$(cat "$work/ra") $(cat "$work/rb")" >> "$work/ctl"
+		pair bare bare "$work/ctl"
 	done
 	bare=$(awk '{ s += $1 } END { printf "%.0f", s / NR / 2 }' "$work/abba")
 	abba=$(awk '{ print $2 / $1 }' "$work/abba" | summary)
