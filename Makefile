@@ -27,7 +27,7 @@ CRIT_CFLAGS := $(shell pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
-CORE_SRCS  := core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
+CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
 	      journal/domain.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c shim/real.c shim/init.c \
 	      shim/io.c shim/sync.c shim/open.c shim/exec.c

@@ -19,9 +19,9 @@
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "core/sys.h"
 #include "journal/domain.h"
 #include "policy/policy.h"
-#include "shim/shim.h"
 
 #define GC_MAX_DOMAINS 64
 /* Slot result meaning "no usable result: make your own real call". */
@@ -97,7 +97,7 @@ static struct gc_domain *domain_get(uint64_t dev)
 		bool ok = false;
 
 		if (gc_domain_lock(d)) {
-			ok = !d->j_shared || gc_domain_join(d, getpid());
+			ok = !d->j_shared || gc_domain_join(d, gc_getpid());
 			gc_domain_unlock(d);
 		}
 		if (ok)
@@ -114,26 +114,14 @@ static struct gc_domain *domain_get(uint64_t dev)
 /* One real fsync/fdatasync, counted. Returns 0 or -errno. */
 static int real_sync(int fd, bool datasync)
 {
-	int r;
-
-	if (datasync) {
+	if (datasync)
 		gc_stat_inc(real_fdatasync);
-		r = gc_real.fdatasync ? gc_real.fdatasync(fd) : (int)syscall(SYS_fdatasync, fd);
-	} else {
+	else
 		gc_stat_inc(real_fsync);
-		r = gc_real.fsync ? gc_real.fsync(fd) : (int)syscall(SYS_fsync, fd);
-	}
-	return r < 0 ? -errno : 0;
+	return gc_sys_sync(fd, datasync);
 }
 
-static int real_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
-{
-	int r = gc_real.sync_file_range
-			? gc_real.sync_file_range(fd, off, len, flags)
-			: (int)syscall(SYS_sync_file_range, fd, off, len, flags);
 
-	return r < 0 ? -errno : 0;
-}
 
 /* Reports (and marks reported) a writeback error @fd's open file description
  * has not seen yet, without waiting for any writeback: sync_file_range with
@@ -142,10 +130,10 @@ static int real_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
  * request that already has its result queue behind the next commit. */
 static int pending_error(int fd)
 {
-	int r = real_sfr(fd, INT64_MAX - 1, 1, SYNC_FILE_RANGE_WAIT_AFTER);
+	int r = gc_sys_sfr(fd, INT64_MAX - 1, 1, SYNC_FILE_RANGE_WAIT_AFTER);
 
 	if (r == -EINVAL) /* a kernel that refuses the range: wait for all */
-		r = real_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_AFTER);
+		r = gc_sys_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_AFTER);
 	return r;
 }
 
@@ -769,8 +757,10 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	int r;
 
 	count_request(origin);
-	/* policy none: the cost of interposition alone, nothing more */
-	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE)
+	/* policy none: the cost of interposition alone, nothing more; a
+	 * process made without atfork (_Fork, clone, vfork) shares or copied
+	 * state that is not its own: it touches none of it */
+	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE || !gc_self())
 		return direct(fd, datasync);
 	/* While the controller has the domain on direct calls, skip fstat:
 	 * with many threads on one file, that alone cost a fifth of the
@@ -797,7 +787,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	if (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
 	    (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED))) {
 		gc_stat_inc(staged);
-		r = real_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		r = gc_sys_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER);
 		if (r < 0)
 			return r;
@@ -806,7 +796,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 
 	h.h_dom = d;
 	h.h_tid = gc_gettid();
-	h.h_pid = getpid();
+	h.h_pid = gc_getpid();
 	if (!gc_domain_lock(d))
 		return direct(fd, datasync);
 	if (!handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
@@ -886,12 +876,14 @@ void gc_journal_exit(void)
 	char path[128];
 	int i;
 
+	if (!gc_self())
+		return; /* a child made without atfork: none of it is ours */
 	for (i = 0; i < gc_ndomains; i++) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
 		if (!d->j_shared || !gc_domains[i].dr_joined || !gc_domain_lock(d))
 			continue;
-		if (gc_domain_leave(d, getpid())) {
+		if (gc_domain_leave(d, gc_getpid())) {
 			gc_domain_path(path, sizeof(path), geteuid(), d->j_dev);
 			syscall(SYS_unlink, path);
 		}

@@ -22,8 +22,6 @@ int gc_ready;
 int gc_disabled;
 int gc_counting;
 uint64_t gc_sym_calls[GC_SYM_COUNT];
-__thread int gc_depth __attribute__((tls_model("initial-exec")));
-static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
 static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
 static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
 struct gc_config gc_cfg;
@@ -33,13 +31,6 @@ static const char *const gc_sym_names[GC_SYM_COUNT] = {
 #include "shim/syms.def"
 #undef SYM
 };
-
-pid_t gc_gettid(void)
-{
-	if (unlikely(!gc_tid))
-		gc_tid = (pid_t)syscall(SYS_gettid);
-	return gc_tid;
-}
 
 static const char *env_get(const char *name, void *ctx)
 {
@@ -63,7 +54,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	gc_tid = 0;
+	gc_sys_adopt();
 	gc_journal_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */
 	gc_stats_reset();
@@ -75,6 +66,10 @@ static void do_init(void)
 	int saved = errno;
 
 	gc_real_resolve();
+	gc_sys.sy_fsync = gc_real.fsync;
+	gc_sys.sy_fdatasync = gc_real.fdatasync;
+	gc_sys.sy_sync_file_range = gc_real.sync_file_range;
+	gc_sys_adopt();
 	gc_config_defaults(&gc_cfg);
 	gc_config_parse(&gc_cfg, env_get, env_warn, NULL);
 	gc_disabled = gc_cfg.c_disable;

@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "shim/real.h"
 
 #define GC_EXPORT __attribute__((visibility("default")))
@@ -26,9 +27,6 @@ extern int gc_ready;		/* symbols resolved, configuration read */
 extern int gc_disabled;		/* LIBGC_DISABLE=1: plain pass-through */
 extern int gc_counting;		/* LIBGC_REPORT set: count calls per symbol */
 extern uint64_t gc_sym_calls[GC_SYM_COUNT];
-/* >0 while this thread runs library code: nested or signal-handler calls go
- * straight to the real functions. */
-extern __thread int gc_depth;
 
 /* Resolves and configures once; false while that is still in progress on
  * this thread (a recursive early call), which must then use the raw syscall. */
@@ -54,8 +52,6 @@ static inline int gc_ret(int r)
 	}
 	return r;
 }
-
-pid_t gc_gettid(void);
 
 /* The real function, even before gc_init() finished (for wrappers with no
  * raw system call to fall back on). */
