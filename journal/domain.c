@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/sys.h"
+#include "policy/policy.h"
 
 #define SHM_DIR "/dev/shm"
 /* How long an opener waits for a creator to finish initialising. */
@@ -25,7 +27,6 @@
 
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 {
-	pthread_mutexattr_t a;
 	int i;
 
 	memset(d, 0, sizeof(*d));
@@ -33,14 +34,8 @@ void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 	d->j_size = sizeof(*d);
 	d->j_dev = dev;
 	d->j_uid = (uint32_t)geteuid();
+	d->j_pidns = shared ? gc_pidns() : 0;
 	d->j_shared = shared;
-	pthread_mutexattr_init(&a);
-	if (shared) {
-		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	}
-	pthread_mutex_init(&d->j_lock, &a);
-	pthread_mutexattr_destroy(&a);
 	d->j_running = d->j_committing = GC_NONE;
 	gc_policy_init(&d->j_policy);
 	for (i = 0; i < GC_TXN_RING; i++)
@@ -69,51 +64,167 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-static bool lock_result(struct gc_domain *d, int r)
+static int futex_op(const struct gc_domain *d, int op)
 {
-	if (r == EOWNERDEAD) {
-		/* A peer died holding the lock, maybe mid-update: nothing in
-		 * the transactions can be trusted. Everyone in flight notices
-		 * the new generation and makes its own real call. */
-		gc_domain_reset_txns(d);
-		d->j_recoveries++;
-		pthread_mutex_consistent(&d->j_lock);
-		gc_domain_wake_all(d);
-		return true;
+	return d->j_shared ? op : op | FUTEX_PRIVATE_FLAG;
+}
+
+/* ---- poisoned domains: private to this process ------------------------- */
+
+#define GC_POISON_MAX 64
+static const struct gc_domain *gc_poisoned[GC_POISON_MAX];
+
+bool gc_domain_poisoned(const struct gc_domain *d)
+{
+	int i;
+
+	for (i = 0; i < GC_POISON_MAX; i++) {
+		const struct gc_domain *p = __atomic_load_n(&gc_poisoned[i], __ATOMIC_ACQUIRE);
+
+		if (!p)
+			return false;
+		if (p == d)
+			return true;
 	}
-	return r == 0;
+	return false;
+}
+
+void gc_domain_poison(const struct gc_domain *d, const char *why)
+{
+	int i;
+
+	for (i = 0; i < GC_POISON_MAX; i++) {
+		const struct gc_domain *p = NULL;
+
+		if (__atomic_compare_exchange_n(&gc_poisoned[i], &p, d, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			char line[160];
+			int n = snprintf(line, sizeof(line),
+					 "libgc: pid=%d: leaving the shared segment (%s); this process groups privately from now on\n",
+					 (int)getpid(), why);
+
+			if (n > 0)
+				syscall(SYS_write, 2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+			return;
+		}
+		if (p == d)
+			return;
+	}
+	/* table full: the mapping is never locked again anyway (see lock) */
+}
+
+/* ---- the lock ---------------------------------------------------------- */
+
+static uint64_t lock_me(void)
+{
+	return (uint64_t)(uint32_t)gc_getpid() << 32 | (uint32_t)gc_gettid();
+}
+
+static bool owner_alive(uint64_t o)
+{
+	return gc_alive((pid_t)(o >> 32), (pid_t)(uint32_t)o);
+}
+
+/* A holder died: whatever it was changing cannot be trusted. Everyone in
+ * flight notices the new generation and makes its own real call. */
+static void lock_recovered(struct gc_domain *d)
+{
+	gc_domain_reset_txns(d);
+	d->j_recoveries++;
+	gc_domain_wake_all(d);
+}
+
+/* Takes the lock. @wait: 0 try once, else until @wait's deadline. Returns
+ * 1 when taken from a dead holder, 0 when taken, -1 when not. */
+static int lock_take(struct gc_domain *d, bool wait, uint64_t give_up_ns)
+{
+	struct gc_lock *l = &d->j_lock;
+	uint64_t me = lock_me(), now, until = 0, check_at = 0;
+
+	for (;;) {
+		uint64_t o = 0, st;
+		uint32_t seq;
+
+		if (__atomic_compare_exchange_n(&l->l_owner, &o, me, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
+		if (o == me)
+			return -1; /* a peer wrote our own name there: never wait on it */
+		st = __atomic_load_n(&l->l_stalled, __ATOMIC_RELAXED);
+		if (!wait || (st && st == o && owner_alive(o)))
+			return -1; /* still the holder that went silent: at once */
+		now = gc_now_ns();
+		if (!until) {
+			until = now + give_up_ns;
+			check_at = now + GC_LOCK_CHECK_NS;
+		}
+		if (now >= check_at || (st && st == o)) {
+			if (!owner_alive(o)) {
+				if (__atomic_compare_exchange_n(&l->l_owner, &o, me, false,
+								__ATOMIC_ACQUIRE,
+								__ATOMIC_RELAXED))
+					return 1;
+				continue;
+			}
+			check_at = now + GC_LOCK_CHECK_NS;
+		}
+		if (give_up_ns && now >= until) {
+			__atomic_store_n(&l->l_stalled, o, __ATOMIC_RELAXED);
+			return -1;
+		}
+		seq = __atomic_load_n(&l->l_seq, __ATOMIC_ACQUIRE);
+		__atomic_add_fetch(&l->l_waiters, 1, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&l->l_owner, __ATOMIC_ACQUIRE)) {
+			uint64_t at = give_up_ns && until < check_at ? until : check_at;
+			struct timespec ts = { (time_t)(at / GC_NSEC_PER_SEC),
+					       (long)(at % GC_NSEC_PER_SEC) };
+
+			syscall(SYS_futex, &l->l_seq, futex_op(d, FUTEX_WAIT_BITSET), seq, &ts,
+				NULL, FUTEX_BITSET_MATCH_ANY);
+		}
+		__atomic_sub_fetch(&l->l_waiters, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static bool lock_done(struct gc_domain *d, int r)
+{
+	if (r < 0)
+		return false;
+	if (d->j_shared && !gc_domain_check(d)) {
+		gc_domain_poison(d, "it failed validation: an index or count out of range");
+		gc_domain_unlock(d);
+		return false;
+	}
+	if (__atomic_load_n(&d->j_lock.l_stalled, __ATOMIC_RELAXED))
+		__atomic_store_n(&d->j_lock.l_stalled, 0, __ATOMIC_RELAXED);
+	if (r == 1)
+		lock_recovered(d);
+	return true;
 }
 
 bool gc_domain_lock(struct gc_domain *d)
 {
-	struct timespec ts;
-
-#ifdef __SANITIZE_THREAD__
-	/* ThreadSanitizer cannot follow timed locks: unbounded there */
-	return lock_result(d, pthread_mutex_lock(&d->j_lock));
-#endif
-	if (!d->j_shared)
-		return lock_result(d, pthread_mutex_lock(&d->j_lock));
-	/* timedlock counts on CLOCK_REALTIME: a clock step only moves the
-	 * give-up bound, which is all this deadline is */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(GC_LOCK_GIVE_UP_NS / GC_NSEC_PER_SEC);
-	return lock_result(d, pthread_mutex_timedlock(&d->j_lock, &ts));
+	if (d->j_shared && gc_domain_poisoned(d))
+		return false;
+	/* a private lock is held by this process's own threads, briefly */
+	return lock_done(d, lock_take(d, true, d->j_shared ? GC_LOCK_GIVE_UP_NS : 0));
 }
 
 bool gc_domain_trylock(struct gc_domain *d)
 {
-	return lock_result(d, pthread_mutex_trylock(&d->j_lock));
+	if (d->j_shared && gc_domain_poisoned(d))
+		return false;
+	return lock_done(d, lock_take(d, false, 0));
 }
 
 void gc_domain_unlock(struct gc_domain *d)
 {
-	pthread_mutex_unlock(&d->j_lock);
-}
+	struct gc_lock *l = &d->j_lock;
 
-static int futex_op(const struct gc_domain *d, int op)
-{
-	return d->j_shared ? op : op | FUTEX_PRIVATE_FLAG;
+	__atomic_store_n(&l->l_owner, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&l->l_seq, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&l->l_waiters, __ATOMIC_RELAXED))
+		syscall(SYS_futex, &l->l_seq, futex_op(d, FUTEX_WAKE), 1, NULL, NULL, 0);
 }
 
 void gc_domain_wake(struct gc_domain *d, struct gc_wq *q)
@@ -161,13 +272,35 @@ int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline)
 	return r < 0 && e == ETIMEDOUT;
 }
 
+static uint64_t gc_pidns_ino;
+
+uint64_t gc_pidns(void)
+{
+	struct stat st;
+
+	if (!__atomic_load_n(&gc_pidns_ino, __ATOMIC_RELAXED) &&
+	    stat("/proc/self/ns/pid", &st) == 0)
+		__atomic_store_n(&gc_pidns_ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+	return __atomic_load_n(&gc_pidns_ino, __ATOMIC_RELAXED);
+}
+
+void gc_pidns_forget(void)
+{
+	__atomic_store_n(&gc_pidns_ino, 0, __ATOMIC_RELAXED);
+}
+
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
+	uint64_t ns = gc_pidns();
+
 	/* The layout's version and size are in the name: builds that cannot
 	 * share a segment never meet in one, and a newer build is not locked
 	 * out by the segment an older one left behind. */
-	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-v%d-%zx", (unsigned)uid,
-			(unsigned long long)dev, GC_DOM_VERSION, sizeof(struct gc_domain));
+	if (!ns)
+		return -1;
+	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-p%llu-v%d-%zx", (unsigned)uid,
+			(unsigned long long)dev, (unsigned long long)ns, GC_DOM_VERSION,
+			sizeof(struct gc_domain));
 }
 
 static void *map_fd(int fd)
@@ -182,39 +315,75 @@ static bool valid(const struct gc_domain *d, uint64_t dev)
 {
 	return __atomic_load_n(&d->j_magic, __ATOMIC_ACQUIRE) == GC_DOM_MAGIC &&
 	       d->j_version == GC_DOM_VERSION && d->j_size == sizeof(*d) &&
-	       d->j_dev == dev && d->j_uid == (uint32_t)geteuid() && d->j_shared == 1;
+	       d->j_dev == dev && d->j_uid == (uint32_t)geteuid() && d->j_shared == 1 &&
+	       d->j_pidns == gc_pidns() && gc_domain_check(d);
 }
 
-struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
+bool gc_domain_check(const struct gc_domain *d)
 {
-	char path[128];
-	struct gc_domain *d;
-	struct stat st;
-	uint64_t until;
-	int fd;
+	int i;
 
-	gc_domain_path(path, sizeof(path), geteuid(), dev);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		if (syscall(SYS_ftruncate, fd, (off_t)sizeof(*d)) < 0 || !(d = map_fd(fd))) {
-			syscall(SYS_close, fd);
-			syscall(SYS_unlink, path);
-			*why = "cannot size or map a new segment";
-			return NULL;
-		}
-		syscall(SYS_close, fd);
-		gc_domain_init(d, dev, true);
-		__atomic_store_n(&d->j_magic, GC_DOM_MAGIC, __ATOMIC_RELEASE);
-		return d;
+	if (d->j_running != GC_NONE && (d->j_running < 0 || d->j_running >= GC_TXN_RING))
+		return false;
+	if (d->j_committing != GC_NONE &&
+	    (d->j_committing < 0 || d->j_committing >= GC_TXN_RING))
+		return false;
+	for (i = 0; i < GC_TXN_RING; i++) {
+		const struct gc_txn *t = &d->j_txns[i];
+
+		if (t->t_state > T_DONE || t->t_inodes > GC_TXN_INODES ||
+		    t->t_handles > GC_TXN_HANDLES || t->t_refs > GC_TXN_HANDLES ||
+		    t->t_pending > t->t_inodes ||
+		    t->t_live > t->t_inodes)
+			return false;
 	}
-	if (errno != EEXIST) {
-		*why = "cannot create the segment";
+	return gc_policy_check(&d->j_policy);
+}
+
+/* A complete segment, linked into place only once it is initialised: a
+ * creator that dies half-way leaves nothing behind at the segment's name. */
+static struct gc_domain *create(const char *path, uint64_t dev, const char **why)
+{
+	char proc[64];
+	struct gc_domain *d;
+	int fd, r;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, SHM_DIR, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		*why = "cannot create a segment (O_TMPFILE in " SHM_DIR ")";
 		return NULL;
 	}
+	if (syscall(SYS_ftruncate, fd, (off_t)sizeof(*d)) < 0 || !(d = map_fd(fd))) {
+		syscall(SYS_close, fd);
+		*why = "cannot size or map a new segment";
+		return NULL;
+	}
+	gc_domain_init(d, dev, true);
+	__atomic_store_n(&d->j_magic, GC_DOM_MAGIC, __ATOMIC_RELEASE);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	r = (int)syscall(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+	syscall(SYS_close, fd);
+	if (r < 0) {
+		munmap(d, sizeof(*d));
+		*why = errno == EEXIST ? NULL : "cannot link the new segment into place";
+		return NULL;
+	}
+	return d;
+}
+
+/* Maps the segment at @path; NULL with *why if it is not a usable one, and
+ * *bad_ino set when it exists but is broken (so it may be replaced). */
+static struct gc_domain *open_existing(const char *path, uint64_t dev, const char **why,
+				       uint64_t *bad_ino)
+{
+	struct gc_domain *d;
+	struct stat st;
+	int fd;
+
+	*bad_ino = 0;
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		*why = "cannot open the segment (a symlink, or no permission)";
+		*why = errno == ENOENT ? NULL : "cannot open the segment (a symlink, or no permission)";
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
@@ -223,33 +392,55 @@ struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
 		*why = "segment not a private regular file of this user";
 		return NULL;
 	}
-	/* A creator may still be between O_EXCL and its ftruncate. */
-	until = gc_now_ns() + ATTACH_WAIT_NS;
-	while (st.st_size == 0 && gc_now_ns() < until) {
-		struct timespec ts = { 0, 1000000 };
-
-		nanosleep(&ts, NULL);
-		if (fstat(fd, &st) < 0)
-			break;
-	}
 	if (st.st_size != (off_t)sizeof(*d) || !(d = map_fd(fd))) {
 		syscall(SYS_close, fd);
+		*bad_ino = (uint64_t)st.st_ino;
 		*why = "segment has the wrong size";
 		return NULL;
 	}
 	syscall(SYS_close, fd);
-	while (__atomic_load_n(&d->j_magic, __ATOMIC_ACQUIRE) != GC_DOM_MAGIC &&
-	       gc_now_ns() < until) {
-		struct timespec ts = { 0, 1000000 };
-
-		nanosleep(&ts, NULL);
-	}
 	if (!valid(d, dev)) {
 		munmap(d, sizeof(*d));
-		*why = "segment failed validation (magic, version, size, device or owner)";
+		*bad_ino = (uint64_t)st.st_ino;
+		*why = "segment failed validation (magic, version, size, device, owner or an index)";
 		return NULL;
 	}
 	return d;
+}
+
+struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
+{
+	char path[160];
+	struct gc_domain *d;
+	struct stat st;
+	uint64_t bad;
+	int tries;
+
+	if (gc_domain_path(path, sizeof(path), geteuid(), dev) < 0) {
+		*why = "the pid namespace cannot be told (no /proc)";
+		return NULL;
+	}
+	for (tries = 0; tries < 4; tries++) {
+		*why = NULL;
+		d = open_existing(path, dev, why, &bad);
+		if (d || (*why && !bad))
+			return d;
+		if (bad) {
+			/* Broken (a creator that died half-way, a peer that
+			 * wrote garbage): put a fresh one in its place. Its
+			 * users already failed the same checks and left it.
+			 * Someone else may have replaced it already: look again. */
+			if (stat(path, &st) == 0 && (uint64_t)st.st_ino == bad)
+				syscall(SYS_unlink, path);
+			continue;
+		}
+		d = create(path, dev, why);
+		if (d || *why)
+			return d;
+		/* lost the race to another creator: open theirs */
+	}
+	*why = "segment keeps changing under us";
+	return NULL;
 }
 
 struct gc_domain *gc_domain_private(uint64_t dev)

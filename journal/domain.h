@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 6
+#define GC_DOM_VERSION 7
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -28,8 +28,22 @@ struct gc_islot {
 	int32_t is_err;		/* 0, -errno, or GC_ORPHAN once IS_DONE */
 	int32_t is_owner;	/* tid issuing the real call */
 	int32_t is_owner_pid;
-	uint32_t is_pad;
+	uint32_t is_seal;	/* gc_result_seal() of the published result */
 };
+
+/* Slot result meaning "no usable result: make your own real call". */
+#define GC_ORPHAN INT32_MIN
+
+/* Ties a published result to its transaction and inode, so memory a peer
+ * scribbled over is not taken for a real call's result. */
+static inline uint32_t gc_result_seal(uint64_t seq, uint64_t ino, int32_t err)
+{
+	uint64_t x = (seq * 0x9e3779b97f4a7c15ULL) ^ (ino * 0xc2b2ae3d27d4eb4fULL) ^
+		     ((uint64_t)(uint32_t)err << 17) ^ 0x6c69626763736c31ULL;
+
+	x ^= x >> 29;
+	return (uint32_t)(x * 0xbf58476d1ce4e5b9ULL >> 32) | 1;
+}
 
 /* One per joined handle, so survivors can find the handles of a dead peer. */
 struct gc_hent {
@@ -68,14 +82,28 @@ struct gc_wq {
 	uint32_t wq_waiters;
 };
 
+/* The domain lock: a futex word and the holder's identity, no pointers, so
+ * nothing a peer writes here can make us follow an address (a pthread
+ * robust mutex keeps its robust-list links inside the mutex). A holder
+ * that died is found by its pid and tid; one that went silent is given up
+ * on after GC_LOCK_GIVE_UP_NS. */
+struct gc_lock {
+	uint64_t l_owner;	/* pid << 32 | tid of the holder; 0 = free */
+	uint64_t l_stalled;	/* an l_owner seen holding past the give-up bound */
+	uint32_t l_seq;		/* futex word, bumped at each release */
+	uint32_t l_waiters;	/* a hint only: a sleeper wakes at least every
+				 * GC_LOCK_CHECK_NS whatever it says */
+};
+
 struct gc_domain {
 	uint64_t j_magic;	/* written last by the creator */
 	uint32_t j_version;
 	uint32_t j_size;
 	uint64_t j_dev;
+	uint64_t j_pidns;	/* pid namespace (inode of /proc/self/ns/pid) */
 	uint32_t j_uid;
-	uint32_t j_shared;	/* futex and mutex are process-shared */
-	pthread_mutex_t j_lock;	/* robust when shared */
+	uint32_t j_shared;	/* futexes are process-shared */
+	struct gc_lock j_lock;
 	/* Who sleeps where, so that an event wakes only those it concerns:
 	 * the running transaction's leader on j_wq_lead (it decides when to
 	 * close), every other handle on its transaction's j_wq_txn[]. */
@@ -97,23 +125,37 @@ void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared);
 /* Throws away every transaction (survivors of it make their own calls). */
 void gc_domain_reset_txns(struct gc_domain *d);
 
-/* The segment's path for (uid, dev). */
+/* The segment's path for (uid, dev) in this process's pid namespace: pids
+ * in a segment mean nothing to a process of another namespace, so each
+ * namespace has its own. -1 when the namespace cannot be told (no /proc). */
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev);
+/* This process's pid namespace, 0 if unknown; re-read after fork. */
+uint64_t gc_pidns(void);
+void gc_pidns_forget(void);
 /* Maps the shared domain of (this uid, @dev), creating it if absent.
  * Returns NULL and sets *why when no usable segment exists. */
 struct gc_domain *gc_domain_attach(uint64_t dev, const char **why);
 struct gc_domain *gc_domain_private(uint64_t dev);
 
-/* Takes j_lock. A lock whose owner died is made consistent and the domain's
- * transactions are thrown away (j_gen bumped). false: the lock is unusable,
- * or (shared) was held longer than GC_LOCK_GIVE_UP_NS by a live but silent
- * process; the caller then makes its own real call. */
+/* Takes j_lock. When its holder died, the domain's transactions are thrown
+ * away (j_gen bumped). false: the lock is unusable — held longer than
+ * GC_LOCK_GIVE_UP_NS by a live but silent process (then later callers
+ * fail at once while that same holder keeps it), or the shared memory
+ * failed validation (gc_domain_poisoned); the caller makes its own real
+ * call. Every index and count the domain holds is checked after each lock
+ * (gc_domain_check): on a violation the process never uses it again. */
 #define GC_LOCK_GIVE_UP_NS (2ULL * 1000000000ULL)
+#define GC_LOCK_CHECK_NS (10ULL * 1000000ULL)
 bool gc_domain_lock(struct gc_domain *d);
 /* As gc_domain_lock, but false at once when the lock is busy. */
 bool gc_domain_trylock(struct gc_domain *d);
 /* Drops j_lock. */
 void gc_domain_unlock(struct gc_domain *d);
+/* Every index and count in range? (the validating accessor; j_lock held) */
+bool gc_domain_check(const struct gc_domain *d);
+/* This process found @d's memory invalid and left it for good. */
+bool gc_domain_poisoned(const struct gc_domain *d);
+void gc_domain_poison(const struct gc_domain *d, const char *why);
 /* With j_lock held: wake every sleeper of queue @q. */
 void gc_domain_wake(struct gc_domain *d, struct gc_wq *q);
 /* With j_lock held: wake every sleeper of every queue (rare events: a peer

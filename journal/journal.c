@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,8 +25,6 @@
 #include "policy/policy.h"
 
 #define GC_MAX_DOMAINS 64
-/* Slot result meaning "no usable result: make your own real call". */
-#define GC_ORPHAN INT32_MIN
 /* Waiters look for dead peers at least this often... */
 #define GC_REAP_MIN_NS (10 * GC_NSEC_PER_MSEC)
 #define GC_REAP_MAX_NS (200 * GC_NSEC_PER_MSEC)
@@ -51,23 +50,59 @@ static struct {
 	struct gc_domain *dr_dom;
 	uint64_t dr_dev;
 	uint32_t dr_joined;	/* this process is in the member table */
+	uint32_t dr_direct;	/* a filesystem whose fsync may not cover the inode */
 } gc_domains[GC_MAX_DOMAINS];
 static int gc_ndomains;
+/* Lock order: gc_domains_lock, then a domain's j_lock. */
 static pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- domains ---------------------------------------------------------- */
 
-/* Takes gc_domains_lock for a first use of @dev. */
-static struct gc_domain *domain_get(uint64_t dev)
+/* Filesystems known to make a whole inode durable on fsync of any of its
+ * descriptors. Elsewhere (FUSE passes the caller's file handle, NFS and
+ * CIFS sync what that open file wrote) one call may not cover another
+ * descriptor's data, so nothing is shared. */
+static bool fs_syncs_inode(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	switch ((unsigned long)sf.f_type) {
+	case 0xEF53:	 /* ext2/3/4 */
+	case 0x58465342: /* xfs */
+	case 0x9123683E: /* btrfs */
+	case 0xF2F52010: /* f2fs */
+	case 0x01021994: /* tmpfs */
+		return true;
+	}
+	return false;
+}
+
+/* A domain this process may use for @dev, or NULL (then: a direct call).
+ * Never blocks on another process for long: the shared lock gives up. */
+static struct gc_domain *domain_usable(int i)
+{
+	struct gc_domain *d = gc_domains[i].dr_dom;
+
+	if (gc_domains[i].dr_direct || !__atomic_load_n(&gc_domains[i].dr_joined,
+							__ATOMIC_ACQUIRE))
+		return NULL;
+	return d->j_shared && gc_domain_poisoned(d) ? NULL : d;
+}
+
+/* Takes gc_domains_lock, then (to join) the domain's j_lock, for the first
+ * use of @dev by this process; @fd is a descriptor on it. */
+static struct gc_domain *domain_get(uint64_t dev, int fd)
 {
 	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
 	struct gc_domain *d = NULL;
 	const char *why = NULL;
 
 	for (i = 0; i < n; i++)
-		if (gc_domains[i].dr_dev == dev && __atomic_load_n(&gc_domains[i].dr_joined,
-								   __ATOMIC_ACQUIRE))
-			return gc_domains[i].dr_dom;
+		if (gc_domains[i].dr_dev == dev && (gc_domains[i].dr_direct ||
+						    domain_usable(i)))
+			return domain_usable(i);
 
 	pthread_mutex_lock(&gc_domains_lock);
 	n = gc_ndomains;
@@ -76,8 +111,18 @@ static struct gc_domain *domain_get(uint64_t dev)
 			break;
 	if (i < n) {
 		d = gc_domains[i].dr_dom;
+		if (d->j_shared && gc_domain_poisoned(d)) {
+			/* left for good; its mapping stays, threads may be in it */
+			d = gc_domain_private(dev);
+			if (d) {
+				gc_domains[i].dr_dom = d;
+				__atomic_store_n(&gc_domains[i].dr_joined, 1, __ATOMIC_RELEASE);
+			}
+		}
 	} else if (n < GC_MAX_DOMAINS) {
-		if (gc_cfg.c_share == GC_SHARE_USER) {
+		bool direct = !fs_syncs_inode(fd);
+
+		if (!direct && gc_cfg.c_share == GC_SHARE_USER) {
 			d = gc_domain_attach(dev, &why);
 			if (!d)
 				gc_log(GC_LOG_WARN,
@@ -89,25 +134,42 @@ static struct gc_domain *domain_get(uint64_t dev)
 		if (d) {
 			gc_domains[n].dr_dom = d;
 			gc_domains[n].dr_dev = dev;
+			gc_domains[n].dr_direct = direct;
 			__atomic_store_n(&gc_ndomains, n + 1, __ATOMIC_RELEASE);
 		}
 	}
 	/* Membership is per process: after fork the child joins on first use. */
 	if (d && !__atomic_load_n(&gc_domains[i].dr_joined, __ATOMIC_RELAXED)) {
-		bool ok = false;
+		int ok = 0;
 
-		if (gc_domain_lock(d)) {
-			ok = !d->j_shared || gc_domain_join(d, gc_getpid());
+		if (!d->j_shared) {
+			ok = 1;
+		} else if (gc_domain_lock(d)) {
+			ok = gc_domain_join(d, gc_getpid()) ? 1 : -1;
 			gc_domain_unlock(d);
 		}
-		if (ok)
+		if (ok < 0) {
+			/* member table full: no retry on every request */
+			gc_log(GC_LOG_WARN,
+			       "device %llx: shared domain full; grouping within this process only",
+			       (unsigned long long)dev);
+			d = gc_domain_private(dev);
+			ok = d != NULL;
+			if (d)
+				gc_domains[i].dr_dom = d;
+		}
+		if (ok > 0)
 			__atomic_store_n(&gc_domains[i].dr_joined, 1, __ATOMIC_RELEASE);
-		else
-			d = NULL;
 	}
+	d = i < gc_ndomains ? domain_usable(i) : NULL;
 	pthread_mutex_unlock(&gc_domains_lock);
 	return d;
 }
+
+/* Indices read from a domain were checked after the lock was taken
+ * (gc_domain_check), but a peer may write anything at any time: every use
+ * also stays inside its array. */
+#define RING_IX(i) ((uint32_t)(i) % GC_TXN_RING)
 
 /* ---- real calls ------------------------------------------------------- */
 
@@ -156,10 +218,10 @@ static void wake_running(struct gc_domain *d)
 {
 	if (d->j_running == GC_NONE)
 		return;
-	if (d->j_txns[d->j_running].t_leader)
+	if (d->j_txns[RING_IX(d->j_running)].t_leader)
 		gc_domain_wake(d, &d->j_wq_lead);
 	else
-		gc_domain_wake(d, &d->j_wq_txn[d->j_running]);
+		gc_domain_wake(d, &d->j_wq_txn[RING_IX(d->j_running)]);
 }
 
 static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
@@ -197,6 +259,7 @@ static int islot_get(struct gc_txn *t, uint64_t ino)
 		return GC_NONE;
 	memset(&t->t_islots[i], 0, sizeof(t->t_islots[i]));
 	t->t_islots[i].is_ino = ino;
+	t->t_islots[i].is_err = GC_ORPHAN; /* until a real call publishes one */
 	t->t_inodes++;
 	return (int)i;
 }
@@ -224,7 +287,7 @@ static void txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	if (d->j_committing == (int32_t)(t - d->j_txns)) {
 		d->j_committing = GC_NONE;
 		if (d->j_running != GC_NONE)
-			d->j_txns[d->j_running].t_lead_ns = now;
+			d->j_txns[RING_IX(d->j_running)].t_lead_ns = now;
 		wake_running(d);
 	}
 	/* a stalled commit's latency says nothing about the device */
@@ -267,7 +330,7 @@ static void txn_detach(struct gc_domain *d, struct gc_txn *t)
 	if (d->j_committing == (int32_t)(t - d->j_txns)) {
 		d->j_committing = GC_NONE;
 		if (d->j_running != GC_NONE)
-			d->j_txns[d->j_running].t_lead_ns = gc_now_ns();
+			d->j_txns[RING_IX(d->j_running)].t_lead_ns = gc_now_ns();
 	}
 	gc_domain_wake_all(d);
 }
@@ -315,7 +378,7 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 static void hent_abandon(struct gc_domain *d, struct gc_txn *t, int e)
 {
 	struct gc_hent *he = &t->t_hents[e];
-	struct gc_islot *s = &t->t_islots[he->he_slot];
+	struct gc_islot *s = &t->t_islots[he->he_slot % GC_TXN_INODES];
 
 	he->he_used = 0;
 	s->is_handles--;
@@ -388,9 +451,33 @@ static void reap(struct gc_domain *d)
 		gc_domain_wake_all(d);
 }
 
+/* Is the handle still where it joined: same generation, same transaction,
+ * and its entry still its own (a peer may have taken it for dead)? */
 static bool handle_valid(const struct gc_handle *h)
 {
-	return h->h_dom->j_gen == h->h_gen && h->h_txn->t_seq == h->h_seq;
+	const struct gc_hent *he = &h->h_txn->t_hents[(uint32_t)h->h_ent % GC_TXN_HANDLES];
+
+	return h->h_dom->j_gen == h->h_gen && h->h_txn->t_seq == h->h_seq && he->he_used &&
+	       he->he_pid == h->h_pid && he->he_tid == h->h_tid;
+}
+
+/* Errors that belong to the inode, and so to every request the call
+ * covered. Any other error (EBADF of an O_PATH descriptor, EINVAL, EINTR,
+ * ...) is the owner's descriptor's own: the others make their own call. */
+static bool shared_error(int r)
+{
+	return r == 0 || r == -EIO || r == -ENOSPC || r == -EDQUOT || r == -EROFS;
+}
+
+/* The slot's published result, or GC_ORPHAN when nobody produced one. */
+static int slot_result(const struct gc_txn *t, const struct gc_islot *s)
+{
+	int32_t r = s->is_err;
+
+	if (r == GC_ORPHAN || !shared_error(r) ||
+	    s->is_seal != gc_result_seal(t->t_seq, s->is_ino, r))
+		return GC_ORPHAN;
+	return r;
 }
 
 static void handle_cancelled(void *arg)
@@ -466,7 +553,10 @@ static bool do_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 		return false;
 	if (!handle_valid(h))
 		return true; /* state was thrown away meanwhile */
+	if (!shared_error(r))
+		r = GC_ORPHAN;
 	s->is_err = r;
+	s->is_seal = gc_result_seal(h->h_txn->t_seq, ino, r);
 	s->is_flags |= IS_DONE;
 	if (!--h->h_txn->t_pending)
 		txn_commit_end(h->h_dom, h->h_txn, gc_now_ns());
@@ -525,7 +615,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 			struct gc_decision dec;
 
 			if (d->j_committing != GC_NONE) {
-				struct gc_txn *c = &d->j_txns[d->j_committing];
+				struct gc_txn *c = &d->j_txns[RING_IX(d->j_committing)];
 
 				if (d->j_shared && now >= c->t_close_ns + give_up_ns(d)) {
 					txn_detach(d, c);
@@ -569,7 +659,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 				}
 			}
 		} else if (s->is_flags & IS_DONE) {
-			return s->is_err;
+			return slot_result(t, s);
 		} else if (!(s->is_flags & IS_CLAIMED)) {
 			if (!do_owner_call(h, s, ino))
 				return -ENOLCK;
@@ -592,6 +682,62 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 	}
 }
 
+/* Handles that lost the lock in mid-protocol (a peer stopped holding it)
+ * are still entered in their transaction: they are taken out by the next
+ * request of this process that gets the lock, so ring slots do not leak. */
+#define GC_UNDO_MAX 32
+static struct gc_undo {
+	uint32_t u_state;	/* 0 free, 1 being filled or run, 2 waiting */
+	struct gc_handle u_h;
+} gc_undos[GC_UNDO_MAX];
+
+static void undo_defer(const struct gc_handle *h)
+{
+	int i;
+
+	for (i = 0; i < GC_UNDO_MAX; i++) {
+		uint32_t f = 0;
+
+		if (__atomic_compare_exchange_n(&gc_undos[i].u_state, &f, 1, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			gc_undos[i].u_h = *h;
+			__atomic_store_n(&gc_undos[i].u_state, 2, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	/* table full: that slot stays taken until its transaction is reset */
+}
+
+/* With @d's j_lock held: undo what handles of this process left in @d. */
+static void undo_run(struct gc_domain *d)
+{
+	int i;
+
+	for (i = 0; i < GC_UNDO_MAX; i++) {
+		struct gc_handle *h = &gc_undos[i].u_h;
+		uint32_t w = 2;
+
+		if (__atomic_load_n(&gc_undos[i].u_state, __ATOMIC_ACQUIRE) != 2 ||
+		    h->h_dom != d ||
+		    !__atomic_compare_exchange_n(&gc_undos[i].u_state, &w, 1, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		if (handle_valid(h)) {
+			struct gc_islot *s = &h->h_txn->t_islots[(uint32_t)h->h_slot %
+								GC_TXN_INODES];
+
+			/* a claim it made and never completed is released */
+			if ((s->is_flags & (IS_CLAIMED | IS_DONE)) == IS_CLAIMED &&
+			    s->is_owner == h->h_tid && s->is_owner_pid == h->h_pid) {
+				s->is_flags &= ~IS_CLAIMED;
+				s->is_owner = 0;
+			}
+			hent_abandon(d, h->h_txn, h->h_ent);
+		}
+		__atomic_store_n(&gc_undos[i].u_state, 0, __ATOMIC_RELEASE);
+	}
+}
+
 /* Runs the protocol for a joined handle and collects its result; called
  * with j_lock held, returns with it dropped. Sets *owner when this handle
  * issued the real call itself. */
@@ -603,8 +749,13 @@ static int handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 	pthread_cleanup_push(handle_cancelled, h);
 	r = handle_run(h, ino);
 	pthread_cleanup_pop(0);
-	if (r == -ENOLCK)
-		return GC_ORPHAN; /* the lock is unusable: nothing to undo */
+	if (r == -ENOLCK) {
+		/* the lock is unusable now; a poisoned domain is never used
+		 * again, so only a live one needs undoing later */
+		if (!h->h_done && !gc_domain_poisoned(h->h_dom))
+			undo_defer(h);
+		return GC_ORPHAN;
+	}
 	*owner = h->h_own != INT_MIN;
 	if (!h->h_done && handle_valid(h)) {
 		t->t_hents[h->h_ent].he_used = 0;
@@ -616,7 +767,7 @@ static int handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 	return r;
 }
 
-/* An already-known domain for @dev, or NULL; never creates one. */
+/* An already-known, usable domain for @dev, or NULL; never creates one. */
 static struct gc_domain *domain_find(uint64_t dev)
 {
 	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
@@ -624,9 +775,8 @@ static struct gc_domain *domain_find(uint64_t dev)
 	if (!dev)
 		return NULL;
 	for (i = 0; i < n; i++)
-		if (gc_domains[i].dr_dev == dev &&
-		    __atomic_load_n(&gc_domains[i].dr_joined, __ATOMIC_ACQUIRE))
-			return gc_domains[i].dr_dom;
+		if (gc_domains[i].dr_dev == dev)
+			return domain_usable(i);
 	return NULL;
 }
 
@@ -694,7 +844,7 @@ static bool handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64
 	int slot, ent;
 
 	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h->h_tid, now);
-	t = d->j_running != GC_NONE ? &d->j_txns[d->j_running] : NULL;
+	t = d->j_running != GC_NONE ? &d->j_txns[RING_IX(d->j_running)] : NULL;
 	if (!t)
 		t = txn_begin(d, now, h, new_writer);
 	slot = t ? islot_get(t, ino) : GC_NONE;
@@ -775,7 +925,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	if (!S_ISREG(st.st_mode))
 		return direct(fd, datasync);
 	gc_fd_hint_dev(fd, (uint64_t)st.st_dev);
-	d = domain_get((uint64_t)st.st_dev);
+	d = domain_get((uint64_t)st.st_dev, fd);
 	if (!d)
 		return direct(fd, datasync);
 	now = gc_now_ns();
@@ -799,6 +949,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	h.h_pid = gc_getpid();
 	if (!gc_domain_lock(d))
 		return direct(fd, datasync);
+	undo_run(d);
 	if (!handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
 		gc_domain_unlock(d);
 		return direct(fd, datasync);
@@ -829,6 +980,8 @@ void gc_journal_atfork_prepare(void)
 {
 	int i;
 
+	/* a signal handler that syncs while we hold these goes direct */
+	gc_depth++;
 	pthread_mutex_lock(&gc_domains_lock);
 	for (i = 0; i < gc_ndomains; i++)
 		if (!gc_domains[i].dr_dom->j_shared)
@@ -844,6 +997,7 @@ void gc_journal_atfork_parent(void)
 		if (!gc_domains[i].dr_dom->j_shared)
 			gc_domain_unlock(gc_domains[i].dr_dom);
 	pthread_mutex_unlock(&gc_domains_lock);
+	gc_depth--;
 }
 
 /* In the child only the forking thread exists. Private domains: transactions
@@ -854,11 +1008,16 @@ void gc_journal_atfork_child(void)
 {
 	int i;
 
+	/* a child of unshare(CLONE_NEWPID) is in another pid namespace: the
+	 * pids in its parent's segments mean nothing there */
+	gc_pidns_forget();
 	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
 		if (d->j_shared) {
 			gc_domains[i].dr_joined = 0;
+			if (d->j_pidns != gc_pidns())
+				gc_domain_poison(d, "another pid namespace after fork");
 			continue;
 		}
 		gc_domain_reset_txns(d);
@@ -868,6 +1027,7 @@ void gc_journal_atfork_child(void)
 		gc_domain_unlock(d);
 	}
 	pthread_mutex_unlock(&gc_domains_lock);
+	gc_depth--;
 }
 
 /* At exit: leave shared domains; the last member removes the segment. */

@@ -103,6 +103,12 @@ static uint64_t active_window(const struct gc_policy_state *ps)
 	return min_u64(w, GC_ACTIVE_MAX_NS);
 }
 
+bool gc_policy_check(const struct gc_policy_state *ps)
+{
+	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_ab_mode <= GC_AB_DIRECT &&
+	       ps->ps_ab_phase <= GC_AB_HOLD && ps->ps_ab_last <= GC_AB_NONE;
+}
+
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		      int32_t tid, uint64_t now)
 {

@@ -87,6 +87,9 @@ struct gc_policy_state {
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
+/* Indices and enumerations in range (the state may sit in a shared segment
+ * that another process wrote anything into). */
+bool gc_policy_check(const struct gc_policy_state *ps);
 
 /* A thread arrives with a sync request. Remembers it among the recent sync
  * threads. Returns true when @tid differs from the previous sync thread

@@ -224,10 +224,10 @@ static bool seg_leader(pid_t pid)
 	return false;
 }
 
-/* glibc keeps the owner's tid in the mutex (workers are single-threaded). */
+/* The lock names its holder as pid << 32 | tid. */
 static bool seg_lock(pid_t pid)
 {
-	return seg && seg->j_lock.__data.__owner == pid;
+	return seg && (pid_t)(seg->j_lock.l_owner >> 32) == pid;
 }
 
 static bool seg_committing(void)
