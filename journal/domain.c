@@ -64,9 +64,13 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+#define is_segment gc_domain_is_segment
+
+/* Whether @d is shared is this process's own knowledge: j_shared is in
+ * memory a peer may have written. */
 static int futex_op(const struct gc_domain *d, int op)
 {
-	return d->j_shared ? op : op | FUTEX_PRIVATE_FLAG;
+	return is_segment(d) ? op : op | FUTEX_PRIVATE_FLAG;
 }
 
 /* ---- poisoned domains: private to this process ------------------------- */
@@ -89,7 +93,8 @@ bool gc_domain_poisoned(const struct gc_domain *d)
 	return false;
 }
 
-void gc_domain_poison(const struct gc_domain *d, const char *why)
+/* Records @d as left; true when this call did (async-signal-safe). */
+static bool poison_add(const struct gc_domain *d)
 {
 	int i;
 
@@ -97,7 +102,23 @@ void gc_domain_poison(const struct gc_domain *d, const char *why)
 		const struct gc_domain *p = NULL;
 
 		if (__atomic_compare_exchange_n(&gc_poisoned[i], &p, d, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+		if (p == d)
+			return false;
+	}
+	return false; /* full: every lock of it fails the check again anyway */
+}
+
+static void gc_domain_poison_quiet(const struct gc_domain *d)
+{
+	poison_add(d);
+}
+
+void gc_domain_poison(const struct gc_domain *d, const char *why)
+{
+	{
+		if (poison_add(d)) {
 			char line[160];
 			int n = snprintf(line, sizeof(line),
 					 "libgc: pid=%d: leaving the shared segment (%s); this process groups privately from now on\n",
@@ -105,12 +126,8 @@ void gc_domain_poison(const struct gc_domain *d, const char *why)
 
 			if (n > 0)
 				syscall(SYS_write, 2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-			return;
 		}
-		if (p == d)
-			return;
 	}
-	/* table full: the mapping is never locked again anyway (see lock) */
 }
 
 /* ---- the lock ---------------------------------------------------------- */
@@ -190,7 +207,7 @@ static bool lock_done(struct gc_domain *d, int r)
 {
 	if (r < 0)
 		return false;
-	if (d->j_shared && !gc_domain_check(d)) {
+	if (is_segment(d) && !gc_domain_check(d)) {
 		gc_domain_poison(d, "it failed validation: an index or count out of range");
 		gc_domain_unlock(d);
 		return false;
@@ -204,15 +221,15 @@ static bool lock_done(struct gc_domain *d, int r)
 
 bool gc_domain_lock(struct gc_domain *d)
 {
-	if (d->j_shared && gc_domain_poisoned(d))
+	if (gc_domain_poisoned(d))
 		return false;
 	/* a private lock is held by this process's own threads, briefly */
-	return lock_done(d, lock_take(d, true, d->j_shared ? GC_LOCK_GIVE_UP_NS : 0));
+	return lock_done(d, lock_take(d, true, is_segment(d) ? GC_LOCK_GIVE_UP_NS : 0));
 }
 
 bool gc_domain_trylock(struct gc_domain *d)
 {
-	if (d->j_shared && gc_domain_poisoned(d))
+	if (gc_domain_poisoned(d))
 		return false;
 	return lock_done(d, lock_take(d, false, 0));
 }
@@ -303,12 +320,120 @@ int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 			sizeof(struct gc_domain));
 }
 
+/* ---- a segment truncated under us ------------------------------------ */
+
+/* A peer can shrink the segment file at any moment; our next access to a
+ * page past its end raises SIGBUS. The handler puts private zeroed memory
+ * in place of that whole mapping and poisons it: the faulting access then
+ * completes on memory no one else sees, where no transaction matches any
+ * handle and no slot holds a sealed result, so every request in flight
+ * falls back to its own real call, and the next lock refuses. A SIGBUS
+ * that is not about a segment goes to whatever handler was there before. */
+#define GC_MAPS_MAX 64
+static struct gc_domain *gc_maps[GC_MAPS_MAX];
+#define GC_MAP_GONE ((struct gc_domain *)1)
+static struct sigaction gc_bus_old;
+static int gc_bus_installed;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc)
+{
+	static const char msg[] =
+		"libgc: a shared segment was truncated under us; this process groups privately from now on\n";
+	char *a = si ? si->si_addr : NULL;
+	int i, e = errno;
+
+	for (i = 0; i < GC_MAPS_MAX; i++) {
+		char *m = (char *)__atomic_load_n(&gc_maps[i], __ATOMIC_ACQUIRE);
+
+		if (!m)
+			break;
+		if (m != (char *)GC_MAP_GONE && a >= m && a < m + sizeof(struct gc_domain)) {
+			mmap(m, sizeof(struct gc_domain), PROT_READ | PROT_WRITE,
+			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (!gc_domain_poisoned((struct gc_domain *)m)) {
+				gc_domain_poison_quiet((struct gc_domain *)m);
+				syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+			}
+			errno = e;
+			return;
+		}
+	}
+	if ((gc_bus_old.sa_flags & SA_SIGINFO) && gc_bus_old.sa_sigaction) {
+		gc_bus_old.sa_sigaction(sig, si, uc);
+	} else if (gc_bus_old.sa_handler == SIG_DFL || gc_bus_old.sa_handler == SIG_IGN) {
+		/* the fault repeats on return and takes its default course */
+		signal(SIGBUS, SIG_DFL);
+	} else {
+		gc_bus_old.sa_handler(sig);
+	}
+	errno = e;
+}
+
+bool gc_domain_is_segment(const struct gc_domain *d)
+{
+	int i;
+
+	for (i = 0; i < GC_MAPS_MAX; i++) {
+		const struct gc_domain *m = __atomic_load_n(&gc_maps[i], __ATOMIC_ACQUIRE);
+
+		if (!m)
+			return false;
+		if (m == d)
+			return true;
+	}
+	return false;
+}
+
+static void map_register(struct gc_domain *d)
+{
+	int i;
+
+	if (!__atomic_exchange_n(&gc_bus_installed, 1, __ATOMIC_ACQ_REL)) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = bus_handler;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, &gc_bus_old);
+	}
+	for (i = 0; i < GC_MAPS_MAX; i++) {
+		struct gc_domain *p = NULL;
+
+		if (__atomic_compare_exchange_n(&gc_maps[i], &p, d, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE) || p == d)
+			return;
+		if (p == GC_MAP_GONE &&
+		    __atomic_compare_exchange_n(&gc_maps[i], &p, d, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
+/* Before a mapping goes away: another one may come at that address. */
+static void map_drop(struct gc_domain *d)
+{
+	int i;
+
+	for (i = 0; i < GC_MAPS_MAX; i++) {
+		struct gc_domain *p = d;
+
+		if (__atomic_compare_exchange_n(&gc_maps[i], &p, GC_MAP_GONE, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+	}
+	munmap(d, sizeof(*d));
+}
+
 static void *map_fd(int fd)
 {
 	void *p = mmap(NULL, sizeof(struct gc_domain), PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	map_register(p);
+	return p;
 }
 
 static bool valid(const struct gc_domain *d, uint64_t dev)
@@ -327,6 +452,10 @@ bool gc_domain_check(const struct gc_domain *d)
 		return false;
 	if (d->j_committing != GC_NONE &&
 	    (d->j_committing < 0 || d->j_committing >= GC_TXN_RING))
+		return false;
+	if (d->j_running != GC_NONE && d->j_txns[d->j_running].t_state != T_RUNNING)
+		return false;
+	if (d->j_committing != GC_NONE && d->j_txns[d->j_committing].t_state != T_COMMITTING)
 		return false;
 	for (i = 0; i < GC_TXN_RING; i++) {
 		const struct gc_txn *t = &d->j_txns[i];
@@ -364,7 +493,7 @@ static struct gc_domain *create(const char *path, uint64_t dev, const char **why
 	r = (int)syscall(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 	syscall(SYS_close, fd);
 	if (r < 0) {
-		munmap(d, sizeof(*d));
+		map_drop(d);
 		*why = errno == EEXIST ? NULL : "cannot link the new segment into place";
 		return NULL;
 	}
@@ -400,7 +529,7 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, const cha
 	}
 	syscall(SYS_close, fd);
 	if (!valid(d, dev)) {
-		munmap(d, sizeof(*d));
+		map_drop(d);
 		*bad_ino = (uint64_t)st.st_ino;
 		*why = "segment failed validation (magic, version, size, device, owner or an index)";
 		return NULL;

@@ -153,6 +153,9 @@ bool gc_domain_trylock(struct gc_domain *d);
 void gc_domain_unlock(struct gc_domain *d);
 /* Every index and count in range? (the validating accessor; j_lock held) */
 bool gc_domain_check(const struct gc_domain *d);
+/* Is @d a mapping of a shared segment? This process's own record, never
+ * the segment's j_shared, which a peer may have rewritten. */
+bool gc_domain_is_segment(const struct gc_domain *d);
 /* This process found @d's memory invalid and left it for good. */
 bool gc_domain_poisoned(const struct gc_domain *d);
 void gc_domain_poison(const struct gc_domain *d, const char *why);

@@ -88,7 +88,7 @@ static struct gc_domain *domain_usable(int i)
 	if (gc_domains[i].dr_direct || !__atomic_load_n(&gc_domains[i].dr_joined,
 							__ATOMIC_ACQUIRE))
 		return NULL;
-	return d->j_shared && gc_domain_poisoned(d) ? NULL : d;
+	return gc_domain_poisoned(d) ? NULL : d;
 }
 
 /* Takes gc_domains_lock, then (to join) the domain's j_lock, for the first
@@ -111,7 +111,7 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 			break;
 	if (i < n) {
 		d = gc_domains[i].dr_dom;
-		if (d->j_shared && gc_domain_poisoned(d)) {
+		if (gc_domain_poisoned(d)) {
 			/* left for good; its mapping stays, threads may be in it */
 			d = gc_domain_private(dev);
 			if (d) {
@@ -142,7 +142,7 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 	if (d && !__atomic_load_n(&gc_domains[i].dr_joined, __ATOMIC_RELAXED)) {
 		int ok = 0;
 
-		if (!d->j_shared) {
+		if (!gc_domain_is_segment(d)) {
 			ok = 1;
 		} else if (gc_domain_lock(d)) {
 			ok = gc_domain_join(d, gc_getpid()) ? 1 : -1;
@@ -583,7 +583,7 @@ static int handle_wait(struct gc_handle *h, bool lead, uint64_t deadline)
 	uint64_t now = gc_now_ns(), reap_at = now + reap_interval(d);
 	int r;
 
-	if (!d->j_shared)
+	if (!gc_domain_is_segment(d))
 		return gc_domain_wait(d, q, deadline);
 	r = gc_domain_wait(d, q, deadline && deadline < reap_at ? deadline : reap_at);
 	if (r == 1 && (!deadline || deadline > gc_now_ns())) {
@@ -617,7 +617,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 			if (d->j_committing != GC_NONE) {
 				struct gc_txn *c = &d->j_txns[RING_IX(d->j_committing)];
 
-				if (d->j_shared && now >= c->t_close_ns + give_up_ns(d)) {
+				if (gc_domain_is_segment(d) && now >= c->t_close_ns + give_up_ns(d)) {
 					txn_detach(d, c);
 					continue;
 				}
@@ -630,7 +630,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					t->t_leader = h->h_tid;
 					t->t_leader_pid = h->h_pid;
 				}
-				if (t->t_leader != h->h_tid && d->j_shared && !t->t_deadline_ns &&
+				if (t->t_leader != h->h_tid && gc_domain_is_segment(d) && !t->t_deadline_ns &&
 				    now >= t->t_lead_ns + give_up_ns(d)) {
 					/* a live leader that never decides */
 					t->t_leader = h->h_tid;
@@ -845,6 +845,8 @@ static bool handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64
 
 	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h->h_tid, now);
 	t = d->j_running != GC_NONE ? &d->j_txns[RING_IX(d->j_running)] : NULL;
+	if (t && t->t_state != T_RUNNING)
+		return false; /* never join a transaction that is not open */
 	if (!t)
 		t = txn_begin(d, now, h, new_writer);
 	slot = t ? islot_get(t, ino) : GC_NONE;
@@ -984,7 +986,7 @@ void gc_journal_atfork_prepare(void)
 	gc_depth++;
 	pthread_mutex_lock(&gc_domains_lock);
 	for (i = 0; i < gc_ndomains; i++)
-		if (!gc_domains[i].dr_dom->j_shared)
+		if (!gc_domain_is_segment(gc_domains[i].dr_dom))
 			gc_domain_lock(gc_domains[i].dr_dom);
 }
 
@@ -994,7 +996,7 @@ void gc_journal_atfork_parent(void)
 	int i;
 
 	for (i = gc_ndomains - 1; i >= 0; i--)
-		if (!gc_domains[i].dr_dom->j_shared)
+		if (!gc_domain_is_segment(gc_domains[i].dr_dom))
 			gc_domain_unlock(gc_domains[i].dr_dom);
 	pthread_mutex_unlock(&gc_domains_lock);
 	gc_depth--;
@@ -1014,7 +1016,7 @@ void gc_journal_atfork_child(void)
 	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
-		if (d->j_shared) {
+		if (gc_domain_is_segment(d)) {
 			gc_domains[i].dr_joined = 0;
 			if (d->j_pidns != gc_pidns())
 				gc_domain_poison(d, "another pid namespace after fork");
@@ -1041,7 +1043,7 @@ void gc_journal_exit(void)
 	for (i = 0; i < gc_ndomains; i++) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
-		if (!d->j_shared || !gc_domains[i].dr_joined || !gc_domain_lock(d))
+		if (!gc_domain_is_segment(d) || !gc_domains[i].dr_joined || !gc_domain_lock(d))
 			continue;
 		if (gc_domain_leave(d, gc_getpid())) {
 			gc_domain_path(path, sizeof(path), geteuid(), d->j_dev);
