@@ -28,8 +28,9 @@ CRIT_LIBS   := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriteri
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
-	      journal/domain.c
-LIB_SRCS   := $(CORE_SRCS) journal/journal.c shim/real.c shim/init.c \
+	      journal/domain.c journal/segment.c
+LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
+	      journal/fork.c shim/real.c shim/init.c \
 	      shim/io.c shim/sync.c shim/open.c shim/exec.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)

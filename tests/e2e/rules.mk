@@ -70,13 +70,13 @@ $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
 # library's own domain code, and runs the example workload.
 $(E2E)/test_shared: tests/e2e/test_shared.c tests/e2e/e2e.c tests/e2e/e2e.h \
 		tests/e2e/spycheck.c tests/e2e/spy.h journal/domain.h policy/policy.h \
-		$(B)/journal/domain.o $(B)/policy/policy.o $(B)/core/sys.o \
+		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o \
 		| $(E2E_PROGS) $(E2E_TOOLS) $(LIB) $(B)/examples/fsync_storm
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(CRIT_CFLAGS) -DE2E_BUILD='"$(B)"' \
 		-MMD -MP -MF $@.d -o $@ $< tests/e2e/e2e.c tests/e2e/spycheck.c \
-		$(B)/journal/domain.o $(B)/policy/policy.o $(B)/core/sys.o $(CRIT_LIBS) -lpthread
+		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o $(CRIT_LIBS) -lpthread
 
 e2e: $(E2E_SUITES) $(LIB)
 	$(Q)bash tests/run.sh $(E2E_SUITES)

@@ -1,0 +1,99 @@
+/* fork and exit: atfork handlers keep the process's tables consistent
+ * across fork; a child in another pid namespace leaves its parent's
+ * segments; at exit the last member removes a segment. */
+#include "journal/journal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/sys.h"
+#include "journal/domain.h"
+#include "journal/txn.h"
+#include "policy/policy.h"
+
+/* Takes gc_domains_lock and the j_lock of every private domain (shared ones
+ * are not copied by fork, so they need no quiescing). */
+void gc_journal_atfork_prepare(void)
+{
+	int i;
+
+	/* a signal handler that syncs while we hold these goes direct */
+	gc_depth++;
+	pthread_mutex_lock(&gc_domains_lock);
+	for (i = 0; i < gc_ndomains; i++)
+		if (!gc_domain_is_segment(gc_domains[i].dr_dom))
+			gc_domain_lock(gc_domains[i].dr_dom);
+}
+
+/* Drops what prepare took. */
+void gc_journal_atfork_parent(void)
+{
+	int i;
+
+	for (i = gc_ndomains - 1; i >= 0; i--)
+		if (!gc_domain_is_segment(gc_domains[i].dr_dom))
+			gc_domain_unlock(gc_domains[i].dr_dom);
+	pthread_mutex_unlock(&gc_domains_lock);
+	gc_depth--;
+}
+
+/* In the child only the forking thread exists. Private domains: transactions
+ * in flight belong to the parent; keep what was learned about the device.
+ * Shared domains: the same memory as the parent's; the child joins as a
+ * member of its own on first use. Drops what prepare took. */
+void gc_journal_atfork_child(void)
+{
+	int i;
+
+	/* a child of unshare(CLONE_NEWPID) is in another pid namespace: the
+	 * pids in its parent's segments mean nothing there */
+	gc_pidns_forget();
+	for (i = gc_ndomains - 1; i >= 0; i--) {
+		struct gc_domain *d = gc_domains[i].dr_dom;
+
+		if (gc_domain_is_segment(d)) {
+			gc_domains[i].dr_joined = 0;
+			if (d->j_pidns != gc_pidns())
+				gc_domain_poison(d, "another pid namespace after fork");
+			continue;
+		}
+		gc_domain_reset_txns(d);
+		memset(&d->j_wq_lead, 0, sizeof(d->j_wq_lead));
+		memset(d->j_wq_txn, 0, sizeof(d->j_wq_txn));
+		d->j_policy.ps_recent_n = 0;
+		gc_domain_unlock(d);
+	}
+	pthread_mutex_unlock(&gc_domains_lock);
+	gc_depth--;
+}
+
+/* At exit: leave shared domains; the last member removes the segment. */
+void gc_journal_exit(void)
+{
+	char path[128];
+	int i;
+
+	if (!gc_self())
+		return; /* a child made without atfork: none of it is ours */
+	for (i = 0; i < gc_ndomains; i++) {
+		struct gc_domain *d = gc_domains[i].dr_dom;
+
+		if (!gc_domain_is_segment(d) || !gc_domains[i].dr_joined || !gc_domain_lock(d))
+			continue;
+		if (gc_domain_leave(d, gc_getpid())) {
+			gc_domain_path(path, sizeof(path), geteuid(), d->j_dev);
+			syscall(SYS_unlink, path);
+		}
+		gc_domain_unlock(d);
+	}
+}

@@ -1,0 +1,526 @@
+/* Transactions and handles, all with j_lock held unless said: begin, join,
+ * close, commit end, abandon; the protocol a handle runs until it has a
+ * result; and undoing handles that lost the lock.
+ *
+ * Counters, each kept by the functions here alone:
+ *   t_handles  handles joined and not abandoned (cancelled, dead, lost)
+ *   t_refs     handles that have not collected: t_refs <= t_handles
+ *   he_used    one per such handle: the entries in use number t_refs
+ *   is_handles t_handles of one inode: they sum to t_handles
+ *   t_pending  (COMMITTING) live slots with no published result yet
+ * gc_txn_assert checks them in debug and sanitizer builds. */
+#include "journal/journal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/sys.h"
+#include "journal/domain.h"
+#include "journal/txn.h"
+#include "policy/policy.h"
+
+/* A live but silent owner or leader is given up on after this long. */
+#define GC_GIVE_UP_MIN_NS (2 * GC_NSEC_PER_SEC)
+
+#if defined(GC_DEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <assert.h>
+void gc_txn_assert(const struct gc_domain *d)
+{
+	int i;
+
+	if (gc_domain_is_segment(d))
+		return; /* a peer's memory: gc_domain_check, never an assert */
+	for (i = 0; i < GC_TXN_RING; i++) {
+		const struct gc_txn *t = &d->j_txns[i];
+		uint32_t k, handles = 0, used = 0, open = 0;
+
+		if (t->t_state == T_FREE)
+			continue;
+		for (k = 0; k < t->t_inodes; k++) {
+			handles += t->t_islots[k].is_handles;
+			open += !(t->t_islots[k].is_flags & IS_DONE);
+		}
+		for (k = 0; k < GC_TXN_HANDLES; k++)
+			used += !!t->t_hents[k].he_used;
+		assert(handles == t->t_handles);
+		assert(used == t->t_refs);
+		assert(t->t_refs <= t->t_handles);
+		assert(t->t_state == T_COMMITTING ? t->t_pending == open : !t->t_pending);
+	}
+}
+#else
+void gc_txn_assert(const struct gc_domain *d)
+{
+}
+#endif
+
+struct gc_wq *gc_txn_wq(struct gc_domain *d, const struct gc_txn *t)
+{
+	return &d->j_wq_txn[t - d->j_txns];
+}
+
+/* The committing slot became free: the running transaction's leader may
+ * now decide; with no leader, its handles pick one. */
+static void wake_running(struct gc_domain *d)
+{
+	if (d->j_running == GC_NONE)
+		return;
+	if (d->j_txns[RING_IX(d->j_running)].t_leader)
+		gc_domain_wake(d, &d->j_wq_lead);
+	else
+		gc_domain_wake(d, &d->j_wq_txn[RING_IX(d->j_running)]);
+}
+
+static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
+				const struct gc_handle *h, bool new_writer)
+{
+	int i;
+
+	for (i = 0; i < GC_TXN_RING; i++) {
+		struct gc_txn *t = &d->j_txns[i];
+
+		if (t->t_state != T_FREE)
+			continue;
+		memset(t, 0, offsetof(struct gc_txn, t_islots));
+		t->t_seq = ++d->j_seq;
+		t->t_state = T_RUNNING;
+		t->t_start_ns = now;
+		t->t_lead_ns = now;
+		t->t_leader = h->h_tid;
+		t->t_leader_pid = h->h_pid;
+		t->t_leader_new_writer = new_writer;
+		d->j_running = i;
+		return t;
+	}
+	return NULL;
+}
+
+static int islot_get(struct gc_txn *t, uint64_t ino)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->t_inodes; i++)
+		if (t->t_islots[i].is_ino == ino)
+			return (int)i;
+	if (t->t_inodes == GC_TXN_INODES)
+		return GC_NONE;
+	memset(&t->t_islots[i], 0, sizeof(t->t_islots[i]));
+	t->t_islots[i].is_ino = ino;
+	t->t_islots[i].is_err = GC_ORPHAN; /* until a real call publishes one */
+	t->t_inodes++;
+	return (int)i;
+}
+
+static int hent_get(struct gc_txn *t)
+{
+	int i;
+
+	for (i = 0; i < GC_TXN_HANDLES; i++)
+		if (!t->t_hents[i].he_used)
+			return i;
+	return GC_NONE;
+}
+
+void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
+{
+	struct gc_commit_sample cs = {
+		.cs_handles = t->t_joined, .cs_inodes = t->t_inodes,
+		.cs_close = (enum gc_close_reason)t->t_close,
+		.cs_start_ns = t->t_start_ns, .cs_close_ns = t->t_close_ns,
+		.cs_end_ns = now,
+	};
+
+	t->t_state = T_DONE;
+	if (d->j_committing == (int32_t)(t - d->j_txns)) {
+		d->j_committing = GC_NONE;
+		if (d->j_running != GC_NONE)
+			d->j_txns[RING_IX(d->j_running)].t_lead_ns = now;
+		wake_running(d);
+	}
+	/* a stalled commit's latency says nothing about the device */
+	if (!t->t_detached)
+		gc_policy_commit_done(&d->j_policy, &gc_cfg.c_policy, &cs);
+	if (gc_cfg.c_log >= GC_LOG_TRACE)
+		gc_log(GC_LOG_TRACE,
+		       "device %llx: commit %llu: requests=%u files=%u closed=%s open_us=%llu commit_us=%llu%s",
+		       (unsigned long long)d->j_dev, (unsigned long long)t->t_seq, t->t_joined,
+		       t->t_inodes, gc_close_reason_name((enum gc_close_reason)t->t_close),
+		       (unsigned long long)((t->t_close_ns - t->t_start_ns) / GC_NSEC_PER_USEC),
+		       (unsigned long long)((now - t->t_close_ns) / GC_NSEC_PER_USEC),
+		       t->t_detached ? " stalled" : "");
+	gc_stat_inc(commits);
+	gc_stat_add(batched, t->t_joined);
+	gc_stat_add(commit_ns, now - t->t_close_ns);
+	gc_stat_add(open_ns, t->t_close_ns - t->t_start_ns);
+	if (!t->t_refs)
+		t->t_state = T_FREE;
+}
+
+/* How long a live participant may stay silent (a stopped process: a dead
+ * one is reaped sooner) before the others stop waiting for it. */
+static uint64_t give_up_ns(const struct gc_domain *d)
+{
+	uint64_t g = 20 * d->j_policy.ps_commit_ns;
+
+	return g > GC_GIVE_UP_MIN_NS ? g : GC_GIVE_UP_MIN_NS;
+}
+
+/* The committing transaction @t has outlived the give-up bound: it stops
+ * being the domain's committing one so new transactions can commit. Its
+ * remaining handles still collect whatever result arrives, or give up. */
+static void txn_detach(struct gc_domain *d, struct gc_txn *t)
+{
+	if (t->t_detached)
+		return;
+	t->t_detached = 1;
+	gc_stat_inc(stalled);
+	if (d->j_committing == (int32_t)(t - d->j_txns)) {
+		d->j_committing = GC_NONE;
+		if (d->j_running != GC_NONE)
+			d->j_txns[RING_IX(d->j_running)].t_lead_ns = gc_now_ns();
+	}
+	gc_domain_wake_all(d);
+}
+
+static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
+		      uint64_t now)
+{
+	uint32_t i, live = 0;
+
+	t->t_state = T_COMMITTING;
+	t->t_close = why;
+	/* @now was read before the lock: a closer that read it before the
+	 * transaction's first joiner did must not close it before it began */
+	t->t_close_ns = now > t->t_start_ns ? now : t->t_start_ns;
+	for (i = 0; i < t->t_inodes; i++) {
+		struct gc_islot *s = &t->t_islots[i];
+
+		if (s->is_handles)
+			live++;
+		else
+			s->is_flags |= IS_DONE; /* every handle of it left */
+	}
+	t->t_pending = live;
+	t->t_live = live;
+	t->t_claimed = 0;
+	d->j_committing = (int32_t)(t - d->j_txns);
+	d->j_running = GC_NONE;
+	__atomic_store_n(&d->j_multi, live > 1, __ATOMIC_RELAXED);
+	if (why == GC_CLOSE_COUNT)
+		gc_stat_inc(close_count);
+	else if (why == GC_CLOSE_TIMEOUT)
+		gc_stat_inc(close_timeout);
+	else
+		gc_stat_inc(close_immediate);
+	if (!live)
+		gc_txn_commit_end(d, t, now);
+	/* its handles become owners or wait for one; its leader may be asleep
+	 * on the leader's queue when a joiner closed it by count */
+	gc_domain_wake(d, gc_txn_wq(d, t));
+	gc_domain_wake(d, &d->j_wq_lead);
+}
+
+/* Handle entry @e leaves @t without its result: cancelled, or its process
+ * died. A slot nobody is left to sync for is settled here. */
+void gc_hent_abandon(struct gc_domain *d, struct gc_txn *t, int e)
+{
+	struct gc_hent *he = &t->t_hents[e];
+	struct gc_islot *s = &t->t_islots[he->he_slot % GC_TXN_INODES];
+
+	he->he_used = 0;
+	s->is_handles--;
+	t->t_handles--;
+	t->t_refs--;
+	if (t->t_state == T_RUNNING) {
+		if (t->t_leader == he->he_tid)
+			t->t_leader = 0;
+		if (!t->t_handles) {
+			t->t_state = T_FREE;
+			d->j_running = GC_NONE;
+		}
+	} else if (t->t_state == T_COMMITTING && !s->is_handles &&
+		   !(s->is_flags & (IS_CLAIMED | IS_DONE))) {
+		s->is_flags |= IS_DONE;
+		s->is_err = GC_ORPHAN;
+		if (!--t->t_pending)
+			gc_txn_commit_end(d, t, gc_now_ns());
+	}
+	if (t->t_state == T_DONE && !t->t_refs)
+		t->t_state = T_FREE;
+	gc_domain_wake_all(d);
+}
+
+/* Is the handle still where it joined: same generation, same transaction,
+ * and its entry still its own (a peer may have taken it for dead)? */
+bool gc_handle_valid(const struct gc_handle *h)
+{
+	const struct gc_hent *he = &h->h_txn->t_hents[(uint32_t)h->h_ent % GC_TXN_HANDLES];
+
+	return h->h_dom->j_gen == h->h_gen && h->h_txn->t_seq == h->h_seq && he->he_used &&
+	       he->he_pid == h->h_pid && he->he_tid == h->h_tid;
+}
+
+static void handle_cancelled(void *arg)
+{
+	struct gc_handle *h = arg;
+
+	if (!h->h_done && gc_domain_lock(h->h_dom)) {
+		if (gc_handle_valid(h))
+			gc_hent_abandon(h->h_dom, h->h_txn, h->h_ent);
+		gc_domain_unlock(h->h_dom);
+	}
+	gc_depth--;
+}
+
+/* Sleeps until woken, @deadline, or the next look for dead peers: on the
+ * leader's queue when @lead, else on the transaction's. Returns 1 on
+ * reaching @deadline, 0 otherwise, -1 if the lock is lost. */
+static int handle_wait(struct gc_handle *h, bool lead, uint64_t deadline)
+{
+	struct gc_domain *d = h->h_dom;
+	struct gc_wq *q = lead ? &d->j_wq_lead : gc_txn_wq(d, h->h_txn);
+	uint64_t now = gc_now_ns(), reap_at = now + gc_peers_reap_interval(d);
+	int r;
+
+	if (!gc_domain_is_segment(d))
+		return gc_domain_wait(d, q, deadline);
+	r = gc_domain_wait(d, q, deadline && deadline < reap_at ? deadline : reap_at);
+	if (r == 1 && (!deadline || deadline > gc_now_ns())) {
+		if (h->h_dom->j_gen == h->h_gen)
+			gc_peers_reap(d);
+		return 0;
+	}
+	return r;
+}
+
+/* The protocol, with j_lock held on entry and exit (unless it returns
+ * -ENOLCK). Returns the slot result, or GC_ORPHAN. */
+static int handle_run(struct gc_handle *h, uint64_t ino)
+{
+	struct gc_domain *d = h->h_dom;
+	struct gc_txn *t = h->h_txn;
+	struct gc_islot *s = &t->t_islots[h->h_slot];
+	const struct gc_policy_cfg *pc = &gc_cfg.c_policy;
+	uint64_t give_up = 0;
+	int w;
+
+	for (;;) {
+		uint64_t now = gc_now_ns();
+
+		if (!gc_handle_valid(h))
+			return h->h_own != INT_MIN ? h->h_own : GC_ORPHAN;
+		if (t->t_state == T_RUNNING) {
+			struct gc_txn_view tv;
+			struct gc_decision dec;
+
+			if (d->j_committing != GC_NONE) {
+				struct gc_txn *c = &d->j_txns[RING_IX(d->j_committing)];
+
+				if (gc_domain_is_segment(d) && now >= c->t_close_ns + give_up_ns(d)) {
+					txn_detach(d, c);
+					continue;
+				}
+				w = handle_wait(h, t->t_leader == h->h_tid, 0);
+			} else if (t->t_deadline_ns && now >= t->t_deadline_ns) {
+				txn_close(d, t, GC_CLOSE_TIMEOUT, now);
+				continue;
+			} else {
+				if (!t->t_leader) {
+					t->t_leader = h->h_tid;
+					t->t_leader_pid = h->h_pid;
+				}
+				if (t->t_leader != h->h_tid && gc_domain_is_segment(d) && !t->t_deadline_ns &&
+				    now >= t->t_lead_ns + give_up_ns(d)) {
+					/* a live leader that never decides */
+					t->t_leader = h->h_tid;
+					t->t_leader_pid = h->h_pid;
+					continue;
+				}
+				if (t->t_leader != h->h_tid) {
+					w = handle_wait(h, false, t->t_deadline_ns);
+				} else {
+					tv.tv_handles = t->t_handles;
+					tv.tv_start_ns = t->t_start_ns;
+					tv.tv_free_ns = t->t_lead_ns;
+					tv.tv_leader_new_writer = t->t_leader_new_writer;
+					dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
+					if (dec.d_close != GC_CLOSE_NONE) {
+						txn_close(d, t, dec.d_close, now);
+						continue;
+					}
+					t->t_want = dec.d_count;
+					t->t_deadline_ns = dec.d_deadline_ns;
+					w = handle_wait(h, true, dec.d_deadline_ns);
+					if (w == 1)
+						gc_policy_wait_overshoot(&d->j_policy,
+									 dec.d_deadline_ns,
+									 gc_now_ns());
+				}
+			}
+		} else if (s->is_flags & IS_DONE) {
+			return gc_slot_result(t, s);
+		} else if (!(s->is_flags & IS_CLAIMED)) {
+			if (!gc_commit_owner_call(h, s, ino))
+				return -ENOLCK;
+			continue;
+		} else {
+			/* Someone else's real call: a live but silent owner is
+			 * given up on after a long bound; we then do our own. */
+			if (!give_up) {
+				give_up = now + give_up_ns(d);
+			} else if (now >= give_up) {
+				txn_detach(d, t);
+				gc_hent_abandon(d, t, h->h_ent);
+				h->h_done = true;
+				return GC_ORPHAN;
+			}
+			w = handle_wait(h, false, 0);
+		}
+		if (w < 0)
+			return -ENOLCK;
+	}
+}
+
+/* Handles that lost the lock in mid-protocol (a peer stopped holding it)
+ * are still entered in their transaction: they are taken out by the next
+ * request of this process that gets the lock, so ring slots do not leak. */
+#define GC_UNDO_MAX 32
+static struct gc_undo {
+	uint32_t u_state;	/* 0 free, 1 being filled or run, 2 waiting */
+	struct gc_handle u_h;
+} gc_undos[GC_UNDO_MAX];
+
+static void undo_defer(const struct gc_handle *h)
+{
+	int i;
+
+	for (i = 0; i < GC_UNDO_MAX; i++) {
+		uint32_t f = 0;
+
+		if (__atomic_compare_exchange_n(&gc_undos[i].u_state, &f, 1, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			gc_undos[i].u_h = *h;
+			__atomic_store_n(&gc_undos[i].u_state, 2, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	/* table full: that slot stays taken until its transaction is reset */
+}
+
+/* With @d's j_lock held: undo what handles of this process left in @d. */
+void gc_undo_run(struct gc_domain *d)
+{
+	int i;
+
+	for (i = 0; i < GC_UNDO_MAX; i++) {
+		struct gc_handle *h = &gc_undos[i].u_h;
+		uint32_t w = 2;
+
+		if (__atomic_load_n(&gc_undos[i].u_state, __ATOMIC_ACQUIRE) != 2 ||
+		    h->h_dom != d ||
+		    !__atomic_compare_exchange_n(&gc_undos[i].u_state, &w, 1, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		if (gc_handle_valid(h)) {
+			struct gc_islot *s = &h->h_txn->t_islots[(uint32_t)h->h_slot %
+								GC_TXN_INODES];
+
+			/* a claim it made and never completed is released */
+			if ((s->is_flags & (IS_CLAIMED | IS_DONE)) == IS_CLAIMED &&
+			    s->is_owner == h->h_tid && s->is_owner_pid == h->h_pid) {
+				s->is_flags &= ~IS_CLAIMED;
+				s->is_owner = 0;
+			}
+			gc_hent_abandon(d, h->h_txn, h->h_ent);
+		}
+		__atomic_store_n(&gc_undos[i].u_state, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* Runs the protocol for a joined handle and collects its result; called
+ * with j_lock held, returns with it dropped. Sets *owner when this handle
+ * issued the real call itself. */
+int gc_handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
+{
+	struct gc_txn *t = h->h_txn;
+	int r;
+
+	pthread_cleanup_push(handle_cancelled, h);
+	r = handle_run(h, ino);
+	pthread_cleanup_pop(0);
+	if (r == -ENOLCK) {
+		/* the lock is unusable now; a poisoned domain is never used
+		 * again, so only a live one needs undoing later */
+		if (!h->h_done && !gc_domain_poisoned(h->h_dom))
+			undo_defer(h);
+		return GC_ORPHAN;
+	}
+	*owner = h->h_own != INT_MIN;
+	if (!h->h_done && gc_handle_valid(h)) {
+		t->t_hents[h->h_ent].he_used = 0;
+		if (!--t->t_refs && t->t_state == T_DONE)
+			t->t_state = T_FREE;
+	}
+	h->h_done = true;
+	gc_txn_assert(h->h_dom);
+	gc_domain_unlock(h->h_dom);
+	return r;
+}
+
+/* Joins the running transaction (beginning one if none runs), with j_lock
+ * held. false: no room (ring, inode slots or handle entries exhausted), so
+ * the request must not wait. */
+bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64_t now)
+{
+	struct gc_domain *d = h->h_dom;
+	struct gc_txn *t;
+	struct gc_hent *he;
+	bool new_writer;
+	int slot, ent;
+
+	new_writer = gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, h->h_tid, now);
+	t = d->j_running != GC_NONE ? &d->j_txns[RING_IX(d->j_running)] : NULL;
+	if (t && t->t_state != T_RUNNING)
+		return false; /* never join a transaction that is not open */
+	if (!t)
+		t = txn_begin(d, now, h, new_writer);
+	slot = t ? islot_get(t, ino) : GC_NONE;
+	ent = slot != GC_NONE ? hent_get(t) : GC_NONE;
+	if (ent == GC_NONE) {
+		if (t && !t->t_handles && t->t_state == T_RUNNING) {
+			t->t_state = T_FREE;
+			d->j_running = GC_NONE;
+		}
+		return false;
+	}
+	h->h_txn = t;
+	h->h_seq = t->t_seq;
+	h->h_gen = d->j_gen;
+	h->h_slot = slot;
+	h->h_ent = ent;
+	he = &t->t_hents[ent];
+	he->he_pid = h->h_pid;
+	he->he_tid = h->h_tid;
+	he->he_slot = (uint32_t)slot;
+	he->he_used = 1;
+	t->t_islots[slot].is_handles++;
+	if (!datasync)
+		t->t_islots[slot].is_flags |= IS_FSYNC;
+	t->t_handles++;
+	t->t_joined++;
+	t->t_refs++;
+	if (t->t_want && t->t_handles >= t->t_want && d->j_committing == GC_NONE)
+		txn_close(d, t, GC_CLOSE_COUNT, now);
+	gc_txn_assert(d);
+	return true;
+}
