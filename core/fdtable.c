@@ -4,8 +4,11 @@
 #include "core/fdtable.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/mman.h>
+
+#include "core/sys.h"
 
 #define CHUNK_BITS 10
 #define CHUNK_SIZE (1u << CHUNK_BITS)
@@ -130,6 +133,13 @@ void gc_fd_close_end(int fd, uint64_t token)
 					    __ATOMIC_RELAXED);
 }
 
+uint64_t gc_fd_token(int fd)
+{
+	uint64_t *s = slot(fd, 0);
+
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+}
+
 void gc_fd_clear_range(unsigned lo, unsigned hi)
 {
 	unsigned fd;
@@ -167,4 +177,113 @@ int gc_fd_next(int from)
 			return fd;
 	}
 	return -1;
+}
+
+/* Owner tid of the swap lock, 0 when free. Spinning yields: the holder does
+ * a few system calls (a reopen, a dup3, a close) and may be preempted. */
+static pid_t swap_owner;
+static int spawning, converting;
+
+bool gc_fd_swap_lock(void)
+{
+	pid_t me = gc_gettid(), free_;
+
+	if (__atomic_load_n(&swap_owner, __ATOMIC_RELAXED) == me)
+		return false; /* a signal handler on the holder's own thread */
+	for (;;) {
+		free_ = 0;
+		if (__atomic_compare_exchange_n(&swap_owner, &free_, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return true;
+		sched_yield();
+	}
+}
+
+void gc_fd_swap_unlock(bool taken)
+{
+	if (taken)
+		__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
+}
+
+void gc_fd_spawn_begin(void)
+{
+	__atomic_add_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&converting, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+void gc_fd_spawn_end(void)
+{
+	__atomic_sub_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
+}
+
+bool gc_fd_convert_begin(void)
+{
+	__atomic_add_fetch(&converting, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&spawning, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_sub_fetch(&converting, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+void gc_fd_convert_end(void)
+{
+	__atomic_sub_fetch(&converting, 1, __ATOMIC_SEQ_CST);
+}
+
+/* fork() waits for a swap in progress, so the child never starts with a
+ * number half swapped; a fork from a signal handler on the holder's thread
+ * goes ahead (the child then resets the lock anyway). */
+static bool fork_took;
+
+void gc_fd_fork_prepare(void)
+{
+	fork_took = gc_fd_swap_lock();
+}
+
+void gc_fd_fork_parent(void)
+{
+	gc_fd_swap_unlock(fork_took);
+}
+
+void gc_fd_fork_child(void)
+{
+	__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&spawning, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&converting, 0, __ATOMIC_SEQ_CST);
+}
+
+/* dev + 1 per slot (0: free), appended with a CAS, never removed. */
+static uint64_t devs_seen[GC_FD_DEVS];
+
+int gc_fd_dev_note(uint64_t dev)
+{
+	uint64_t want = dev + 1, cur;
+	int i;
+
+	for (i = 0; i < GC_FD_DEVS; i++) {
+		cur = __atomic_load_n(&devs_seen[i], __ATOMIC_ACQUIRE);
+		while (!cur) {
+			if (__atomic_compare_exchange_n(&devs_seen[i], &cur, want, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return 0;
+		}
+		if (cur == want)
+			return 0;
+	}
+	return -ENOSPC;
+}
+
+int gc_fd_devs(uint64_t *devs, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < GC_FD_DEVS && n < max; i++) {
+		uint64_t v = __atomic_load_n(&devs_seen[i], __ATOMIC_ACQUIRE);
+
+		if (!v)
+			break;
+		devs[n++] = v - 1;
+	}
+	return n;
 }

@@ -31,9 +31,47 @@ uint64_t gc_fd_close_begin(int fd);
 void gc_fd_close_end(int fd, uint64_t token);
 /* The first fd >= @from with an entry, or -1: close_range walks only these. */
 int gc_fd_next(int from);
+/* The whole entry word (generation and flags; 0: none): unchanged between
+ * two reads iff no set, copy or close of the number came between. */
+uint64_t gc_fd_token(int fd);
 /* Clears [lo, hi]. */
 void gc_fd_clear_range(unsigned lo, unsigned hi);
 /* Forget everything (tests). */
 void gc_fd_reset(void);
+
+/* The fd swap lock: exec/spawn preparation and undo, and close, dup2, dup3
+ * and close_range of a number that has an entry, hold it around checking a
+ * number and replacing its description, so neither sees the other half
+ * done. A spinlock with its owner's tid: a signal handler interrupting the
+ * owner proceeds without it (returns false; pass that to unlock). Only
+ * where gc_self() is true. */
+bool gc_fd_swap_lock(void);
+void gc_fd_swap_unlock(bool taken);
+
+/* Spawns in progress and conversions in progress (seq_cst, Dekker style):
+ * a converter announces itself, then backs off if a spawn is running; a
+ * spawner announces itself, then waits for announced conversions to end.
+ * Either the spawner sees the conversion in the table or the converter
+ * sees the spawn and leaves the new descriptor a real sync one. */
+void gc_fd_spawn_begin(void);
+void gc_fd_spawn_end(void);
+/* True: go ahead and convert, then call gc_fd_convert_end(). False: a
+ * spawn is running, do not convert (nothing to end). */
+bool gc_fd_convert_begin(void);
+void gc_fd_convert_end(void);
+/* atfork: the child has only the forking thread; nobody else's lock,
+ * spawn or conversion is in progress there. */
+void gc_fd_fork_prepare(void);
+void gc_fd_fork_parent(void);
+void gc_fd_fork_child(void);
+
+/* Filesystems (st_dev) on which a converted description was ever made in
+ * this process, noted before the description exists: a write whose
+ * descriptor changed under it is covered by a syncfs of each. Returns 0,
+ * or -ENOSPC when the list is full (the caller must then not convert). */
+#define GC_FD_DEVS 16
+int gc_fd_dev_note(uint64_t dev);
+/* Copies up to @max noted devices into @devs; returns how many. */
+int gc_fd_devs(uint64_t *devs, int max);
 
 #endif

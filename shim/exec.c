@@ -3,8 +3,8 @@
  * under libgc), so for the duration of the call every such descriptor is
  * given a real sync description of the same file, access mode and offset;
  * if the call returns (an exec that failed, a spawn that started), the
- * converted one is put back. Touches only descriptors, never the library's
- * tables: a vfork child runs this in the parent's memory. */
+ * converted one is put back where the number still names it. In a vfork
+ * child this touches only descriptors, never the library's memory. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 #include <errno.h>
@@ -13,6 +13,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,66 +22,191 @@
 #include "core/log.h"
 #include "shim/shim.h"
 
+#ifndef KCMP_FILE
+#define KCMP_FILE 0
+#endif
+
 #define EXEC_SAVE_MAX 64
 
 struct exec_save {
 	int n;
+	bool self;	/* gc_self(): the table, lock and counters are ours */
 	struct {
 		int fd;
 		int save;	/* the converted description, close-on-exec */
+		int keep;	/* the materialized one, close-on-exec */
+		uint64_t token;	/* @fd's entry when it was swapped */
 	} s[EXEC_SAVE_MAX];
 };
 
-static void exec_prepare(struct exec_save *x)
+/* The entry of @fd, if it still belongs to the regular file it was made
+ * for. Read-only: a vfork child must not write its parent's table. */
+static uint64_t live_token(int fd)
 {
-	int fd, conv, fdfl, save;
+	uint64_t token = gc_fd_token(fd), ino = gc_fd_ino(fd);
+	struct stat st;
 
-	x->n = 0;
-	if (gc_disabled)
-		return;
-	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
-		conv = gc_conv_checked(fd);
-		fdfl = conv ? gc_real.fcntl(fd, F_GETFD) : -1;
-		if (fdfl < 0 || (fdfl & FD_CLOEXEC))
-			continue;
-		save = x->n < EXEC_SAVE_MAX ? gc_real.fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-		if (gc_materialize(fd, conv) < 0) {
-			/* It keeps the converted description: the new
-			 * program's writes through it are not synchronous. */
-			gc_log(GC_LOG_WARN, "fd %d keeps no O_SYNC across exec", fd);
-			if (save >= 0)
-				gc_real.close(save);
-			continue;
+	if (!(uint32_t)token || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (ino && (uint64_t)st.st_ino != ino))
+		return 0;
+	return token;
+}
+
+/* Swaps @fd for a real sync description; with @any also a close-on-exec
+ * one (file actions may dup2 it into the child). Returns 0 or -errno. */
+static int prepare_one(struct exec_save *x, int fd, bool any)
+{
+	uint64_t token = live_token(fd);
+	int conv = (int)(uint32_t)token, fdfl, save, keep = -1, r;
+
+	if (!conv)
+		return 0;
+	fdfl = (int)syscall(SYS_fcntl, fd, F_GETFD);
+	if (fdfl < 0 || ((fdfl & FD_CLOEXEC) && !any))
+		return 0;
+	if (x->self) {
+		/* The dup3 and every later close of a descriptor of the file
+		 * would release this process's POSIX locks on it. */
+		r = gc_fd_locks(fd, true);
+		if (r) {
+			if (r > 0)
+				gc_fd_locks_warn(fd);
+			return r > 0 ? -ENOLCK : r;
 		}
-		if (save >= 0) {
-			x->s[x->n].fd = fd;
-			x->s[x->n++].save = save;
-		}
-		/* else it stays a real sync description: only slower */
 	}
+	if (x->n >= EXEC_SAVE_MAX) {
+		/* No room to remember it: it stays a real sync description,
+		 * only slower, and its entry goes. */
+		r = gc_materialize(fd, conv, NULL);
+		if (!r && x->self)
+			gc_fd_close_end(fd, token);
+		return r;
+	}
+	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+	if (save < 0)
+		return -errno;
+	r = gc_materialize(fd, conv, &keep);
+	if (r < 0) {
+		syscall(SYS_close, save);
+		return r;
+	}
+	x->s[x->n].fd = fd;
+	x->s[x->n].save = save;
+	x->s[x->n].keep = keep;
+	x->s[x->n++].token = token;
+	return 0;
+}
+
+/* Does @fd still name the description @keep names? kcmp where the kernel
+ * has it; else the same inode and the entry unchanged must do. */
+static bool still_materialized(int fd, int keep)
+{
+	pid_t me = (pid_t)syscall(SYS_getpid);
+	long r = syscall(SYS_kcmp, me, me, KCMP_FILE, fd, keep);
+	struct stat a, b;
+
+	if (r >= 0)
+		return r == 0;
+	return fstat(fd, &a) == 0 && fstat(keep, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Puts the converted description back on @i's number if the number still
+ * names the materialized one: nobody closed, dup2'ed over or reused it
+ * meanwhile. Otherwise the number is left alone (a real sync description
+ * stays one, only slower), and an entry of ours that no longer fits goes. */
+static void undo_one(struct exec_save *x, int i)
+{
+	int fd = x->s[i].fd, save = x->s[i].save, keep = x->s[i].keep, fdfl;
+	bool mine = !x->self || gc_fd_token(fd) == x->s[i].token;
+	bool still = mine && still_materialized(fd, keep);
+
+	/* A lock taken meanwhile (by another thread, through any descriptor
+	 * of the file) would go with the dup3 or the closes: leave them. */
+	if (x->self && gc_fd_locks(keep, true)) {
+		gc_log(GC_LOG_WARN, "fd %d: record locks taken during a spawn; two "
+		       "descriptors of the file stay open (%d, %d)", fd, save, keep);
+		if (still)
+			gc_fd_close_end(fd, x->s[i].token);
+		return;
+	}
+	if (still) {
+		off_t off = lseek(fd, 0, SEEK_CUR);
+
+		fdfl = (int)syscall(SYS_fcntl, fd, F_GETFD);
+		if (off >= 0)
+			lseek(save, off, SEEK_SET);
+		if (fdfl < 0 || syscall(SYS_dup3, save, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+			still = false;
+	}
+	if (!still && mine && x->self)
+		gc_fd_close_end(fd, x->s[i].token); /* no longer converted */
+	syscall(SYS_close, save);
+	syscall(SYS_close, keep);
 }
 
 static void exec_undo(struct exec_save *x)
 {
 	int i, saved = errno;
 
-	for (i = 0; i < x->n; i++) {
-		off_t off = lseek(x->s[i].fd, 0, SEEK_CUR);
+	for (i = x->n - 1; i >= 0; i--) {
+		bool taken = x->self && gc_fd_swap_lock();
 
-		if (off >= 0)
-			lseek(x->s[i].save, off, SEEK_SET);
-		gc_real.dup3(x->s[i].save, x->s[i].fd, 0);
-		gc_real.close(x->s[i].save);
+		undo_one(x, i);
+		gc_fd_swap_unlock(taken);
 	}
+	if (x->self)
+		gc_fd_spawn_end();
+	x->n = 0;
 	errno = saved;
 }
 
-/* Runs @call between prepare and undo; @call's value and errno are kept. */
-#define AROUND_EXEC(type, call)                                                     \
+/* Gives every inheritable converted descriptor (@any: every converted one)
+ * a real sync description for the call. Fails closed: when one cannot be
+ * given its flag back, what was swapped is put back and the call is not
+ * made. Touches only descriptors in a child made without atfork (vfork),
+ * which may be running in its parent's memory. Returns 0 or -errno. */
+static int exec_prepare(struct exec_save *x, bool any)
+{
+	int fd, r = 0, saved = errno;
+
+	x->n = 0;
+	x->self = false;
+	if (gc_disabled)
+		return 0;
+	x->self = gc_self();
+	if (x->self)
+		gc_fd_spawn_begin();
+	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
+		bool taken = x->self && gc_fd_swap_lock();
+
+		r = prepare_one(x, fd, any);
+		gc_fd_swap_unlock(taken);
+		if (r < 0)
+			break;
+	}
+	if (r < 0) {
+		if (r != -ENOLCK)
+			gc_log(GC_LOG_WARN, "fd %d cannot get its O_SYNC/O_DSYNC back for "
+			       "the new program (%s): the call fails", fd, strerror(-r));
+		exec_undo(x);
+	}
+	errno = saved;
+	return r;
+}
+
+/* Runs @call between prepare and undo; @call's value and errno are kept.
+ * If prepare fails, returns @fail with errno set (or, for the spawn
+ * functions, which return an error number, @fail is that number). */
+#define AROUND_EXEC(type, any, call, fail)                                          \
 	do {                                                                        \
 		struct exec_save x;                                                 \
 		type r;                                                             \
-		exec_prepare(&x);                                                   \
+		int e_ = exec_prepare(&x, any);                                     \
+		if (e_ < 0) {                                                       \
+			errno = -e_;                                                \
+			return fail;                                                \
+		}                                                                   \
 		r = call;                                                           \
 		exec_undo(&x);                                                      \
 		return r;                                                           \
@@ -90,7 +217,7 @@ GC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_execve, path, argv, envp);
 	GC_COUNT(execve);
-	AROUND_EXEC(int, gc_real.execve(path, argv, envp));
+	AROUND_EXEC(int, false, gc_real.execve(path, argv, envp), -1);
 }
 
 GC_EXPORT int execv(const char *path, char *const argv[])
@@ -98,7 +225,7 @@ GC_EXPORT int execv(const char *path, char *const argv[])
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(execv)(path, argv);
 	GC_COUNT(execv);
-	AROUND_EXEC(int, gc_real.execv(path, argv));
+	AROUND_EXEC(int, false, gc_real.execv(path, argv), -1);
 }
 
 GC_EXPORT int execvp(const char *file, char *const argv[])
@@ -106,7 +233,7 @@ GC_EXPORT int execvp(const char *file, char *const argv[])
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(execvp)(file, argv);
 	GC_COUNT(execvp);
-	AROUND_EXEC(int, gc_real.execvp(file, argv));
+	AROUND_EXEC(int, false, gc_real.execvp(file, argv), -1);
 }
 
 GC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -114,7 +241,7 @@ GC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(execvpe)(file, argv, envp);
 	GC_COUNT(execvpe);
-	AROUND_EXEC(int, gc_real.execvpe(file, argv, envp));
+	AROUND_EXEC(int, false, gc_real.execvpe(file, argv, envp), -1);
 }
 
 GC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -122,7 +249,7 @@ GC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(fexecve)(fd, argv, envp);
 	GC_COUNT(fexecve);
-	AROUND_EXEC(int, gc_real.fexecve(fd, argv, envp));
+	AROUND_EXEC(int, false, gc_real.fexecve(fd, argv, envp), -1);
 }
 
 /* execl and friends take the argument list inline; count it, then hand an
@@ -148,7 +275,7 @@ GC_EXPORT int execl(const char *path, const char *arg0, ...)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(execv)(path, (char *const *)argv);
 	GC_COUNT(execl);
-	AROUND_EXEC(int, gc_real.execv(path, (char *const *)argv));
+	AROUND_EXEC(int, false, gc_real.execv(path, (char *const *)argv), -1);
 }
 
 GC_EXPORT int execlp(const char *file, const char *arg0, ...)
@@ -157,7 +284,7 @@ GC_EXPORT int execlp(const char *file, const char *arg0, ...)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(execvp)(file, (char *const *)argv);
 	GC_COUNT(execlp);
-	AROUND_EXEC(int, gc_real.execvp(file, (char *const *)argv));
+	AROUND_EXEC(int, false, gc_real.execvp(file, (char *const *)argv), -1);
 }
 
 GC_EXPORT int execle(const char *path, const char *arg0, ...)
@@ -168,7 +295,7 @@ GC_EXPORT int execle(const char *path, const char *arg0, ...)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_execve, path, argv, envp);
 	GC_COUNT(execle);
-	AROUND_EXEC(int, gc_real.execve(path, (char *const *)argv, envp));
+	AROUND_EXEC(int, false, gc_real.execve(path, (char *const *)argv, envp), -1);
 }
 
 GC_EXPORT int posix_spawn(pid_t *pid, const char *path,
@@ -178,7 +305,7 @@ GC_EXPORT int posix_spawn(pid_t *pid, const char *path,
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(posix_spawn)(pid, path, fa, attr, argv, envp);
 	GC_COUNT(posix_spawn);
-	AROUND_EXEC(int, gc_real.posix_spawn(pid, path, fa, attr, argv, envp));
+	AROUND_EXEC(int, fa != NULL, gc_real.posix_spawn(pid, path, fa, attr, argv, envp), -e_);
 }
 
 GC_EXPORT int posix_spawnp(pid_t *pid, const char *file,
@@ -188,7 +315,7 @@ GC_EXPORT int posix_spawnp(pid_t *pid, const char *file,
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(posix_spawnp)(pid, file, fa, attr, argv, envp);
 	GC_COUNT(posix_spawnp);
-	AROUND_EXEC(int, gc_real.posix_spawnp(pid, file, fa, attr, argv, envp));
+	AROUND_EXEC(int, fa != NULL, gc_real.posix_spawnp(pid, file, fa, attr, argv, envp), -e_);
 }
 
 GC_EXPORT int system(const char *cmd)
@@ -196,7 +323,7 @@ GC_EXPORT int system(const char *cmd)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(system)(cmd);
 	GC_COUNT(system);
-	AROUND_EXEC(int, gc_real.system(cmd));
+	AROUND_EXEC(int, false, gc_real.system(cmd), -1);
 }
 
 GC_EXPORT FILE *popen(const char *cmd, const char *mode)
@@ -204,5 +331,5 @@ GC_EXPORT FILE *popen(const char *cmd, const char *mode)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(popen)(cmd, mode);
 	GC_COUNT(popen);
-	AROUND_EXEC(FILE *, gc_real.popen(cmd, mode));
+	AROUND_EXEC(FILE *, false, gc_real.popen(cmd, mode), NULL);
 }

@@ -6,7 +6,9 @@
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -27,20 +29,135 @@ static inline bool full_sync(int flags)
 	return (flags & O_SYNC) == O_SYNC;
 }
 
-/* @n bytes were written to @fd (a regular file): make them durable as
- * O_SYNC (@full) or O_DSYNC would have, then return @n, or -1 with errno. */
-static ssize_t sync_written(int fd, ssize_t n, bool full)
+/* Makes @fd's inode durable as O_SYNC (@full) or O_DSYNC would have:
+ * 0 or -errno. */
+static int sync_fd(int fd, bool full)
 {
-	int saved = errno, r;
+	int r;
 
-	if (gc_depth) {
+	if (gc_depth)
 		/* Nested or from a signal handler: no coordinator here. */
-		r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
-	} else {
-		gc_depth++;
-		r = gc_sync(fd, !full, GC_FROM_OSYNC);
-		gc_depth--;
+		return gc_sync_direct(fd, !full, GC_FROM_OSYNC);
+	gc_depth++;
+	r = gc_sync(fd, !full, GC_FROM_OSYNC);
+	gc_depth--;
+	return r;
+}
+
+/* mountinfo: "36 35 98:0 /root /mount/point opts ... - type source opts".
+ * Finds a mount of ctx->dev whose mount point we can open, and syncfs it. */
+struct lost_ctx {
+	uint64_t dev;
+	int r;		/* result of the syncfs, or -EIO while none was made */
+};
+
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
 	}
+	*o = '\0';
+}
+
+static int mount_line(const char *line, void *vctx)
+{
+	struct lost_ctx *ctx = vctx;
+	unsigned int maj, min;
+	char point[1024];
+	struct stat st;
+	int fd, r;
+
+	if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &maj, &min, point) != 3 ||
+	    makedev(maj, min) != ctx->dev)
+		return 0;
+	unescape(point);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = 0;
+	if (fstat(fd, &st) == 0 && st.st_dev == ctx->dev) {
+		r = gc_real.syncfs ? gc_real.syncfs(fd) : (int)syscall(SYS_syncfs, fd);
+		ctx->r = r < 0 ? -errno : 0;
+		r = 1;
+	}
+	syscall(SYS_close, fd);
+	return r;
+}
+
+/* A syncfs of the filesystem @dev, through a descriptor of our own on one
+ * of its mounts: 0, the syncfs error, or -EIO when no mount of it can be
+ * opened here. Such a descriptor is opened after the write, so a writeback
+ * error that happened before it was opened is not reported through it. */
+static int syncfs_dev(uint64_t dev)
+{
+	struct lost_ctx ctx = { .dev = dev, .r = -EIO };
+
+	if (gc_proc_lines("/proc/self/mountinfo", mount_line, &ctx) < 0)
+		return -EIO;
+	return ctx.r;
+}
+
+/* The bytes of a write went to a converted description that the number no
+ * longer names (closed, dup2'ed over or reused by another thread): a syncfs
+ * of every filesystem a converted description was ever made on covers it.
+ * Raw calls and the stack only: the write path stays signal-safe. */
+static int sync_lost(void)
+{
+	uint64_t devs[GC_FD_DEVS];
+	int n = gc_fd_devs(devs, GC_FD_DEVS), i, r = n ? 0 : -EIO, e;
+
+	for (i = 0; i < n; i++) {
+		e = syncfs_dev(devs[i]);
+		if (e < 0)
+			r = e;
+	}
+	return r;
+}
+
+/* Does @fd still name the converted description @token was read for? */
+static bool still_converted(int fd, uint64_t token)
+{
+	uint64_t ino = gc_fd_ino(fd);
+	struct stat st;
+
+	return gc_fd_token(fd) == token && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (!ino || (uint64_t)st.st_ino == ino);
+}
+
+/* The real write returned @n on a number whose entry was @token before it;
+ * make the bytes durable as O_SYNC/O_DSYNC would have. The number may have
+ * changed under the write (another thread's close, dup2, reopen): then the
+ * sync through it may not reach the file the bytes went to, and only the
+ * filesystem-wide fallback covers them. Returns @n or -1 with errno. */
+ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
+{
+	int conv = (int)(uint32_t)token, saved = errno, r;
+	bool full = full_sync(conv);
+
+	if (n <= 0 || !conv)
+		return n; /* the kernel syncs nothing for a failed or empty write */
+	if (still_converted(fd, token)) {
+		r = sync_fd(fd, full);
+		if (still_converted(fd, token)) {
+			if (r < 0) {
+				errno = -r;
+				return -1;
+			}
+			errno = saved;
+			return n;
+		}
+	}
+	r = sync_lost();
+	if (gc_fd_token(fd) == token)
+		gc_fd_close_end(fd, token); /* stale: the number is not the file's */
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -49,96 +166,100 @@ static ssize_t sync_written(int fd, ssize_t n, bool full)
 	return n;
 }
 
-/* The real write returned @n; make it durable as O_SYNC/O_DSYNC would have.
- * @conv: the converted flags (O_SYNC asks data and metadata). */
-ssize_t gc_sync_after_write(int fd, ssize_t n, int conv)
+/* @n bytes were written with RWF_*SYNC to a regular file we do not track,
+ * which was @st before the write. */
+static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *st)
 {
-	int now;
+	struct stat now;
+	int saved = errno, r;
 
-	if (n <= 0)
-		return n; /* the kernel syncs nothing for a failed or empty write */
-	now = gc_conv_checked(fd);
-	if (!now)
-		return n; /* a stale entry: not a converted descriptor after all */
-	return sync_written(fd, n, full_sync(conv | now));
+	r = sync_fd(fd, full);
+	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+		r = syncfs_dev(st->st_dev);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	errno = saved;
+	return n;
 }
 
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_write, fd, buf, len);
 	GC_COUNT(write);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.write(fd, buf, len);
-	return gc_sync_after_write(fd, gc_real.write(fd, buf, len), conv);
+	return gc_sync_after_write(fd, gc_real.write(fd, buf, len), token);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.pwrite(fd, buf, len, off);
-	return gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), conv);
+	return gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), token);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite64);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.pwrite64(fd, buf, len, off);
-	return gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), conv);
+	return gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), token);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_writev, fd, iov, cnt);
 	GC_COUNT(writev);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.writev(fd, iov, cnt);
-	return gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), conv);
+	return gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), token);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.pwritev(fd, iov, cnt, off);
-	return gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), conv);
+	return gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), token);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
-	int conv;
+	uint64_t token;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev64);
-	conv = gc_fd_get(fd);
-	if (likely(!conv))
+	token = gc_fd_token(fd);
+	if (likely(!token))
 		return gc_real.pwritev64(fd, iov, cnt, off);
-	return gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), conv);
+	return gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), token);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -154,7 +275,8 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 			       int fd, const struct iovec *iov, int cnt, off64_t off,
 			       int flags)
 {
-	int conv = gc_fd_get(fd);
+	uint64_t token = gc_fd_token(fd);
+	int conv = (int)(uint32_t)token;
 	bool want = conv || (flags & (RWF_SYNC | RWF_DSYNC));
 	bool full = full_sync(conv) || (flags & RWF_SYNC);
 	struct stat st;
@@ -177,8 +299,10 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	if (n <= 0)
 		return n;
 	if (!conv) /* RWF_*SYNC on a regular file we do not track */
-		return sync_written(fd, n, full);
-	return gc_sync_after_write(fd, n, full ? O_SYNC : O_DSYNC);
+		return sync_untracked(fd, n, full, &st);
+	if (full && !full_sync(conv))
+		token = (token & ~(uint64_t)UINT32_MAX) | (uint32_t)O_SYNC;
+	return gc_sync_after_write(fd, n, token);
 }
 
 GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
@@ -208,7 +332,7 @@ GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile);
 	return gc_sync_after_write(out_fd, gc_real.sendfile(out_fd, in_fd, off, count),
-				   gc_fd_get(out_fd));
+				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
@@ -217,7 +341,7 @@ GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile64);
 	return gc_sync_after_write(out_fd, gc_real.sendfile64(out_fd, in_fd, off, count),
-				   gc_fd_get(out_fd));
+				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
@@ -228,7 +352,7 @@ GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_of
 	GC_COUNT(splice);
 	return gc_sync_after_write(out_fd,
 				   gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags),
-				   gc_fd_get(out_fd));
+				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
@@ -240,5 +364,5 @@ GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 	return gc_sync_after_write(out_fd,
 				   gc_real.copy_file_range(in_fd, in_off, out_fd, out_off, len,
 							   flags),
-				   gc_fd_get(out_fd));
+				   gc_fd_token(out_fd));
 }

@@ -5,7 +5,9 @@
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -53,27 +55,174 @@ static int real_open(enum open_variant v, int dirfd, const char *path, int flags
 	return -1;
 }
 
-int gc_materialize(int fd, int sync_flags)
+int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx)
+{
+	char buf[4096], line[1024];
+	size_t ll = 0;
+	ssize_t n;
+	int fd, r = 0, saved = errno;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		errno = saved;
+		return r;
+	}
+	while (!r && (n = syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !r; i++) {
+			if (buf[i] != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = buf[i]; /* longer lines are cut */
+				continue;
+			}
+			line[ll] = '\0';
+			ll = 0;
+			r = fn(line, ctx);
+		}
+	}
+	if (!r && n < 0)
+		r = -errno;
+	else if (!r && ll) {
+		line[ll] = '\0';
+		r = fn(line, ctx);
+	}
+	syscall(SYS_close, fd);
+	errno = saved;
+	return r;
+}
+
+/* fdinfo lines "lock:\t1: POSIX  ADVISORY  WRITE ...": the kernel lists
+ * the locks whose file is this description and whose owner is this
+ * process's descriptor table (POSIX) or the description itself (OFD,
+ * flock, lease). */
+static int any_lock_line(const char *line, void *ctx)
+{
+	(void)ctx;
+	return !strncmp(line, "lock:", 5);
+}
+
+static int posix_lock_line(const char *line, void *ctx)
+{
+	(void)ctx;
+	return !strncmp(line, "lock:", 5) && strstr(line, " POSIX ") != NULL;
+}
+
+static int fdinfo_has(int fd, int (*fn)(const char *, void *))
+{
+	char path[48];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return gc_proc_lines(path, fn, NULL);
+}
+
+/* Another descriptor of @st's inode with a POSIX lock of ours: the lock
+ * was taken through a description this process still holds (closing any
+ * descriptor of the inode would have released it), so it shows there. */
+static int scan_posix_locks(int fd, const struct stat *st)
+{
+	char buf[2048];
+	long n;
+	int dir, r = 0;
+
+	dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
+			   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	while (!r && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n && !r;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen;
+				 unsigned char type; char name[]; } *d = (void *)(buf + off);
+			struct stat o;
+			char *end;
+			long f = strtol(d->name, &end, 10);
+
+			off += d->reclen;
+			if (*end || end == d->name || f == fd || f == dir)
+				continue;
+			if (fstat((int)f, &o) || o.st_dev != st->st_dev || o.st_ino != st->st_ino)
+				continue;
+			r = fdinfo_has((int)f, posix_lock_line);
+		}
+	}
+	if (!r && n < 0)
+		r = -errno;
+	syscall(SYS_close, dir);
+	return r;
+}
+
+int gc_fd_locks(int fd, bool own)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat st;
+	int r, saved = errno;
+
+	if (own && (r = fdinfo_has(fd, any_lock_line)) != 0)
+		goto out;
+	/* Any lock of anyone on the inode conflicts with a whole-file write
+	 * lock of a fresh OFD owner: none at all is the common, cheap answer.
+	 * (Our own description's OFD locks do not conflict: checked above.) */
+	if (syscall(SYS_fcntl, fd, F_OFD_GETLK, &l) == 0) {
+		if (l.l_type == F_UNLCK) {
+			r = 0;
+			goto out;
+		}
+		if (l.l_pid == (pid_t)syscall(SYS_getpid)) {
+			r = 1;
+			goto out;
+		}
+	} else if (errno != EINVAL) {
+		r = -errno;
+		goto out;
+	}
+	r = fstat(fd, &st) ? -errno : scan_posix_locks(fd, &st);
+out:
+	errno = saved;
+	return r;
+}
+
+void gc_fd_locks_warn(int fd)
+{
+	gc_log(GC_LOG_WARN, "fd %d: this process holds record locks on the file, which "
+	       "giving it back its O_SYNC description would drop; failing with ENOLCK "
+	       "(LIBGC_OSYNC=keep avoids this)", fd);
+}
+
+static int raw_fcntl(int fd, int cmd, long arg)
+{
+	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/* Only descriptors and raw calls: also runs in a vfork child. The caller
+ * has ruled out record locks (the dup3 and the close of the reopened
+ * description would drop this process's POSIX locks on the inode).
+ * fcntl(F_SETFL) cannot add O_SYNC/O_DSYNC on Linux (they are not among
+ * the flags it changes), so a reopen is the only way to get them back. */
+int gc_materialize(int fd, int sync_flags, int *keep)
 {
 	char path[64];
 	int fl, fdfl, tmp, r, e;
 	off_t off;
 
-	fl = gc_real.fcntl(fd, F_GETFL);
-	fdfl = gc_real.fcntl(fd, F_GETFD);
+	fl = raw_fcntl(fd, F_GETFL, 0);
+	fdfl = raw_fcntl(fd, F_GETFD, 0);
 	if (fl < 0 || fdfl < 0)
 		return -errno;
 	off = lseek(fd, 0, SEEK_CUR);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	tmp = gc_real.open(path, (fl & ~(O_CREAT | O_EXCL | O_TRUNC)) | sync_flags | O_CLOEXEC |
-					 O_NOCTTY, 0);
+	tmp = (int)syscall(SYS_openat, AT_FDCWD, path,
+			   (fl & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | sync_flags |
+				   O_CLOEXEC | O_NOCTTY, 0);
 	if (tmp < 0)
 		return -errno;
 	if (off >= 0)
 		lseek(tmp, off, SEEK_SET);
-	r = gc_real.dup3(tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	r = (int)syscall(SYS_dup3, tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
 	e = errno;
-	gc_real.close(tmp);
+	if (r >= 0 && keep) {
+		*keep = tmp;
+		return 0;
+	}
+	syscall(SYS_close, tmp);
 	return r < 0 ? -e : 0;
 }
 
@@ -98,35 +247,61 @@ int gc_conv_checked(int fd)
 	return 0;
 }
 
-/* open with O_SYNC/O_DSYNC converted for regular files. Returns fd or -errno. */
+/* @fd is a fresh real O_SYNC/O_DSYNC description of a regular file; give
+ * the number a converted twin (same file and flags without the sync one)
+ * if that is safe, else leave it as it is: real sync, only slower. The
+ * entry is made before the twin exists, so no write through the twin is
+ * ever unaccounted for, and the device is noted before that. */
+static void convert_fd(int fd, int sync_flags)
+{
+	int fl, amode, c, fdfl;
+	char path[64];
+	struct stat st;
+
+	fl = raw_fcntl(fd, F_GETFL, 0);
+	if (fl < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	amode = (fl & O_ACCMODE) == O_RDONLY ? R_OK :
+		(fl & O_ACCMODE) == O_WRONLY ? W_OK : R_OK | W_OK;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	/* Converted means it must be reopenable with its flag later (exec,
+	 * spawn, fdopen): a file this open created 0444 is not. */
+	if (faccessat(AT_FDCWD, path, amode, AT_EACCESS))
+		return;
+	if (gc_fd_dev_note((uint64_t)st.st_dev) || !gc_fd_convert_begin())
+		return;
+	/* The swap closes a description of the inode: not if that drops a
+	 * lock another of our descriptors holds on it. */
+	if (gc_fd_locks(fd, false) != 0)
+		goto out;
+	c = (int)syscall(SYS_openat, AT_FDCWD, path,
+			 (fl & ~(O_SYNC | O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | O_CLOEXEC |
+				 O_NOCTTY, 0);
+	if (c < 0)
+		goto out;
+	fdfl = raw_fcntl(fd, F_GETFD, 0);
+	if (fdfl >= 0 && gc_fd_set(fd, sync_flags) == 0) {
+		gc_fd_bind(fd, (uint64_t)st.st_ino);
+		if (syscall(SYS_dup3, c, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+			gc_fd_set(fd, 0);
+	}
+	syscall(SYS_close, c);
+out:
+	gc_fd_convert_end();
+}
+
+/* open with O_SYNC/O_DSYNC, converted for regular files where safe. The
+ * real flag is asked first: an open that creates the file with a mode
+ * that forbids reopening it still gets a real sync description, and a
+ * device or FIFO is opened once, as asked. Returns fd or -errno. */
 static int open_converted(enum open_variant v, int dirfd, const char *path,
 			  int flags, mode_t mode)
 {
-	int sync_flags = flags & O_SYNC, fd, r;
-	struct stat st;
+	int fd = real_open(v, dirfd, path, flags, mode);
 
-	/* An existing non-regular file keeps its flags: opening a device or a
-	 * FIFO twice to find out would have side effects. */
-	if ((flags & O_TMPFILE) != O_TMPFILE &&
-	    fstatat(dirfd, path, &st, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
-	    !S_ISREG(st.st_mode)) {
-		fd = real_open(v, dirfd, path, flags, mode);
-		return fd < 0 ? -errno : fd;
-	}
-	fd = real_open(v, dirfd, path, flags & ~O_SYNC, mode);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && gc_fd_set(fd, sync_flags) == 0) {
-		gc_fd_bind(fd, (uint64_t)st.st_ino);
-		return fd;
-	}
-	r = gc_materialize(fd, sync_flags);
-	if (r < 0) {
-		/* Never hand out a descriptor that lost its O_SYNC. */
-		gc_log(GC_LOG_WARN, "cannot restore O_SYNC on %s: %s", path, strerror(-r));
-		gc_real.close(fd);
-		return r;
-	}
+	convert_fd(fd, flags & O_SYNC);
 	return fd;
 }
 
@@ -135,8 +310,10 @@ static int open_common(enum open_variant v, int dirfd, const char *path, int fla
 {
 	int saved = errno, r;
 
+	/* Not in a child made without atfork (vfork, clone): the table and
+	 * counters may be its parent's. */
 	if (gc_disabled || gc_depth || !(flags & O_DSYNC) || (flags & O_PATH) ||
-	    gc_cfg.c_osync == GC_OSYNC_KEEP)
+	    gc_cfg.c_osync == GC_OSYNC_KEEP || !gc_self())
 		return real_open(v, dirfd, path, flags, mode);
 	gc_depth++;
 	r = open_converted(v, dirfd, path, flags, mode);
@@ -258,20 +435,31 @@ GC_EXPORT int creat64(const char *path, mode_t mode)
 	return gc_real.creat64(path, mode);
 }
 
+/* The swap lock, for a number with an entry only: exec preparation and
+ * undo must not check the number on one side of this call and swap it on
+ * the other. Everything else stays lock-free. */
+static bool swap_lock_if(int fd)
+{
+	return gc_fd_token(fd) && gc_self() && gc_fd_swap_lock();
+}
+
 GC_EXPORT int close(int fd)
 {
 	uint64_t token;
+	bool taken;
 	int r, saved;
 
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_close, fd);
 	GC_COUNT(close);
+	taken = swap_lock_if(fd);
 	/* Forget the entry only after the real close: until then another
 	 * thread's write through @fd must still be made durable. */
 	token = gc_fd_close_begin(fd);
 	r = gc_real.close(fd);
 	saved = errno;
 	gc_fd_close_end(fd, token);
+	gc_fd_swap_unlock(taken);
 	errno = saved;
 	return r;
 }
@@ -282,6 +470,7 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	struct { int fd; uint64_t token; } seen[CR_BATCH];
 	int n = 0, fd, r, saved, i;
+	bool taken = false;
 
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_close_range, first, last, flags);
@@ -289,8 +478,10 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return gc_real.close_range ? gc_real.close_range(first, last, flags)
 					   : (int)syscall(SYS_close_range, first, last, flags);
-	for (fd = gc_fd_next((int)(first > INT32_MAX ? INT32_MAX : first));
-	     fd >= 0 && (unsigned)fd <= last && n < CR_BATCH; fd = gc_fd_next(fd + 1)) {
+	fd = gc_fd_next((int)(first > INT32_MAX ? INT32_MAX : first));
+	if (fd >= 0 && (unsigned)fd <= last)
+		taken = swap_lock_if(fd);
+	for (; fd >= 0 && (unsigned)fd <= last && n < CR_BATCH; fd = gc_fd_next(fd + 1)) {
 		seen[n].fd = fd;
 		seen[n++].token = gc_fd_close_begin(fd);
 	}
@@ -305,6 +496,7 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		if (n == CR_BATCH && (unsigned)seen[n - 1].fd < last)
 			gc_fd_clear_range((unsigned)seen[n - 1].fd + 1, last);
 	}
+	gc_fd_swap_unlock(taken);
 	errno = saved;
 	return r;
 }
@@ -318,8 +510,10 @@ static int dup_track(int oldfd, int r)
 		return r;
 	gc_fd_copy(oldfd, r);
 	if (gc_fd_get(r) != conv) {
-		/* The copy could not be tracked: it would lose O_SYNC. */
-		int e = gc_materialize(r, conv);
+		/* The copy could not be tracked: it would lose O_SYNC. The
+		 * copy is the program's own: closing it drops nothing a bare
+		 * dup failure would have kept, except locks, checked first. */
+		int e = gc_fd_locks(r, false) ? -ENOLCK : gc_materialize(r, conv, NULL);
 
 		if (e < 0) {
 			gc_real.close(r);
@@ -330,59 +524,209 @@ static int dup_track(int oldfd, int r)
 	return r;
 }
 
-GC_EXPORT int dup(int oldfd)
+enum dup_kind { DK_DUP, DK_DUP2, DK_DUP3, DK_DUPFD, DK_DUPFD_CLOEXEC };
+
+static int dup_real(enum dup_kind k, int oldfd, int arg, int flags)
 {
-	if (unlikely(!gc_init()))
-		return (int)syscall(SYS_dup, oldfd);
-	GC_COUNT(dup);
-	return dup_track(oldfd, gc_real.dup(oldfd));
+	switch (k) {
+	case DK_DUP:
+		return gc_real.dup(oldfd);
+	case DK_DUP2:
+		return gc_real.dup2(oldfd, arg);
+	case DK_DUP3:
+		return gc_real.dup3(oldfd, arg, flags);
+	case DK_DUPFD:
+		return gc_real.fcntl(oldfd, F_DUPFD, arg);
+	case DK_DUPFD_CLOEXEC:
+		return gc_real.fcntl(oldfd, F_DUPFD_CLOEXEC, arg);
+	}
+	return -1;
 }
 
-/* dup2/dup3 replace @newfd: its entry becomes a copy of @oldfd's (or none). */
-static int dup_onto(int oldfd, int newfd, int r)
+/* A spawn is running (or this is a vfork child) and the program copies
+ * converted @oldfd into a descriptor a spawned child could inherit: the copy gets a real sync
+ * description of the same file (its own offset, copied from @oldfd's)
+ * instead of the converted one. Returns the new fd or -errno. */
+static int dup_materialized(enum dup_kind k, int oldfd, int arg, int flags, int conv,
+			    bool self)
 {
-	int saved = errno;
+	char path[64];
+	int fl, m, r;
+	off_t off;
 
-	if (r >= 0 && oldfd != newfd) {
-		if (gc_fd_get(oldfd))
-			return dup_track(oldfd, r);
-		gc_fd_set(newfd, 0);
+	fl = raw_fcntl(oldfd, F_GETFL, 0);
+	if (fl < 0)
+		return -errno;
+	off = lseek(oldfd, 0, SEEK_CUR);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", oldfd);
+	/* dup(): the lowest free number, which is the one open() takes; the
+	 * others go through a temporary, whose close would drop our POSIX
+	 * locks on the inode. */
+	if (self && k != DK_DUP && gc_fd_locks(oldfd, false)) {
+		gc_fd_locks_warn(oldfd);
+		return -ENOLCK;
+	}
+	m = (int)syscall(SYS_openat, AT_FDCWD, path,
+			 (fl & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | conv | O_NOCTTY |
+				 (k == DK_DUP ? 0 : O_CLOEXEC), 0);
+	if (m < 0)
+		return -errno;
+	if (off >= 0)
+		lseek(m, off, SEEK_SET);
+	if (k == DK_DUP)
+		return m;
+	if (k == DK_DUPFD)
+		r = (int)syscall(SYS_fcntl, m, F_DUPFD, arg);
+	else
+		r = (int)syscall(SYS_dup3, m, arg, flags);
+	if (r < 0)
+		r = -errno;
+	else if (self)
+		gc_fd_set(r, 0);
+	syscall(SYS_close, m);
+	return r;
+}
+
+/* Every dup-like call. A copy of a converted descriptor is recorded with
+ * the conversion counter raised, so a spawn starting meanwhile finds it in
+ * the table; during a spawn an inheritable copy is made a real sync one.
+ * In a child made without atfork (vfork) the table is not ours to change:
+ * there every copy is a real sync one, which is safe for locks since such
+ * a child holds none of its parent's. */
+static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
+{
+	bool inheritable = k == DK_DUP || k == DK_DUP2 || k == DK_DUPFD ||
+			   (k == DK_DUP3 && !(flags & O_CLOEXEC));
+	bool onto = k == DK_DUP2 || k == DK_DUP3, self;
+	int saved = errno, conv, r;
+
+	conv = gc_fd_get(oldfd);
+	if (!conv) {
+		r = dup_real(k, oldfd, arg, flags);
+		if (r >= 0 && onto && oldfd != arg && gc_fd_get(arg)) {
+			saved = errno;
+			gc_fd_set(arg, 0);	/* now names a plain description */
+			errno = saved;
+		}
+		return r;
+	}
+	self = gc_self();
+	if (self && gc_fd_convert_begin()) {
+		int prev = onto ? gc_fd_get(arg) : 0;
+		uint64_t prev_ino = onto ? gc_fd_ino(arg) : 0;
+
+		/* A known target gets its entry before the real call: a write
+		 * through the number right after it then is synced too. */
+		if (onto && oldfd != arg)
+			gc_fd_copy(oldfd, arg);
+		r = dup_real(k, oldfd, arg, flags);
+		if (r < 0 && onto && oldfd != arg) {
+			saved = errno;
+			if (gc_fd_set(arg, prev) == 0 && prev)
+				gc_fd_bind(arg, prev_ino);
+			errno = saved;
+		}
+		r = dup_track(oldfd, r);
+		gc_fd_convert_end();
+		return r;
+	}
+	if ((self && !inheritable) || (onto && oldfd == arg))
+		return self ? dup_track(oldfd, dup_real(k, oldfd, arg, flags))
+			    : dup_real(k, oldfd, arg, flags);
+	r = dup_materialized(k, oldfd, arg, flags, conv, self);
+	if (r < 0) {
+		errno = -r;
+		return -1;
 	}
 	errno = saved;
 	return r;
 }
 
+GC_EXPORT int dup(int oldfd)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_dup, oldfd);
+	GC_COUNT(dup);
+	return dup_common(DK_DUP, oldfd, 0, 0);
+}
+
 GC_EXPORT int dup2(int oldfd, int newfd)
 {
+	bool taken;
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup2, oldfd, newfd);
 	GC_COUNT(dup2);
-	return dup_onto(oldfd, newfd, gc_real.dup2(oldfd, newfd));
+	taken = swap_lock_if(newfd);
+	r = dup_common(DK_DUP2, oldfd, newfd, 0);
+	gc_fd_swap_unlock(taken);
+	return r;
 }
 
 GC_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+	bool taken;
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup3, oldfd, newfd, flags);
 	GC_COUNT(dup3);
-	return dup_onto(oldfd, newfd, gc_real.dup3(oldfd, newfd, flags));
+	taken = swap_lock_if(newfd);
+	r = dup_common(DK_DUP3, oldfd, newfd, flags);
+	gc_fd_swap_unlock(taken);
+	return r;
+}
+
+/* F_SETFD clearing FD_CLOEXEC on a converted descriptor while a spawn is
+ * running: the descriptor becomes inheritable, so it first gets its real
+ * sync description back (its table entry goes). */
+static int setfd_common(int (*real)(int, int, ...), int fd, void *arg)
+{
+	int conv = gc_fd_get(fd), r, e;
+
+	if (!conv || ((long)arg & FD_CLOEXEC) || !gc_self())
+		return real(fd, F_SETFD, arg);
+	if (gc_fd_convert_begin()) {
+		r = real(fd, F_SETFD, arg);
+		gc_fd_convert_end();
+		return r;
+	}
+	{
+		bool taken = gc_fd_swap_lock();
+
+		conv = gc_conv_checked(fd);
+		e = !conv ? 0 : gc_fd_locks(fd, true) ? -ENOLCK : gc_materialize(fd, conv, NULL);
+		if (e == -ENOLCK)
+			gc_fd_locks_warn(fd);
+		if (e == 0 && conv)
+			gc_fd_set(fd, 0);
+		gc_fd_swap_unlock(taken);
+	}
+	if (e < 0) {
+		errno = -e;
+		return -1;
+	}
+	return real(fd, F_SETFD, arg);
 }
 
 static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
 	int r;
 
-	r = real ? real(fd, cmd, arg) : (int)syscall(SYS_fcntl, fd, cmd, arg);
+	if (!real)
+		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	switch (cmd) {
-	case F_GETFL:
-		if (r >= 0)
-			r |= gc_conv_checked(fd);
-		break;
 	case F_DUPFD:
+		return dup_common(DK_DUPFD, fd, (int)(long)arg, 0);
 	case F_DUPFD_CLOEXEC:
-		r = dup_track(fd, r);
-		break;
+		return dup_common(DK_DUPFD_CLOEXEC, fd, (int)(long)arg, 0);
+	case F_SETFD:
+		return setfd_common(real, fd, arg);
 	}
+	r = real(fd, cmd, arg);
+	if (cmd == F_GETFL && r >= 0)
+		r |= gc_conv_checked(fd);
 	return r;
 }
 
@@ -417,24 +761,60 @@ GC_EXPORT int fcntl64(int fd, int cmd, ...)
 }
 
 /* stdio writes through glibc's internal write, which we cannot see: give a
- * converted descriptor its real flag back before stdio takes it over. */
+ * converted descriptor its real flag back before stdio takes it over. The
+ * swap closes a description of the file: not while we hold record locks
+ * on it (they would go), so fdopen fails with ENOLCK then. */
 GC_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-	int conv;
+	int conv, saved = errno, r = 0;
+	bool taken;
 
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(fdopen)(fd, mode);
 	GC_COUNT(fdopen);
+	if (!gc_fd_get(fd) || !gc_self())
+		return gc_real.fdopen(fd, mode);
+	taken = gc_fd_swap_lock();
 	conv = gc_conv_checked(fd);
 	if (conv) {
-		int saved = errno, r = gc_materialize(fd, conv);
-
-		if (r < 0) {
-			errno = -r;
-			return NULL;
+		r = gc_fd_locks(fd, true);
+		if (r) {
+			if (r > 0)
+				gc_fd_locks_warn(fd);
+			r = r > 0 ? -ENOLCK : r;
+		} else {
+			r = gc_materialize(fd, conv, NULL);
 		}
-		gc_fd_set(fd, 0);
-		errno = saved;
+		if (!r)
+			gc_fd_set(fd, 0);
 	}
+	gc_fd_swap_unlock(taken);
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	errno = saved;
 	return gc_real.fdopen(fd, mode);
+}
+
+static void fork_prepare(void)
+{
+	gc_fd_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	gc_fd_fork_parent();
+}
+
+static void fork_child(void)
+{
+	gc_fd_fork_child();
+}
+
+/* The swap lock and the spawn counters are per process: a fork child
+ * starts with them free. */
+__attribute__((constructor)) static void open_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

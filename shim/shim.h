@@ -63,9 +63,20 @@ void *gc_next(const char *name);
  * regular file it was made for (a stale entry is dropped). */
 int gc_conv_checked(int fd);
 /* Gives @fd's file a real description with @sync_flags in place of the
- * converted one: same file, access mode, offset and close-on-exec.
- * Returns 0 or -errno. */
-int gc_materialize(int fd, int sync_flags);
-/* Completes a write-like call that returned @n on a converted descriptor. */
-ssize_t gc_sync_after_write(int fd, ssize_t n, int conv);
+ * converted one: same file, access mode, offset and close-on-exec. With
+ * @keep, the reopened description stays open there too (close-on-exec).
+ * Descriptors and raw calls only. Returns 0 or -errno. */
+int gc_materialize(int fd, int sync_flags, int *keep);
+/* 1 when replacing or closing @fd's description could drop a record lock
+ * of this process: a POSIX lock on its inode (through any descriptor), or,
+ * with @own, any lock on @fd's own description. 0: none. -errno: unknown. */
+int gc_fd_locks(int fd, bool own);
+/* The one stderr line for a call failed with ENOLCK because of them. */
+void gc_fd_locks_warn(int fd);
+/* Calls @fn on each line of a /proc file, raw calls and a stack buffer
+ * only; stops at @fn's first nonzero value and returns it. -errno. */
+int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx);
+/* Completes a write-like call that returned @n on a descriptor whose entry
+ * was @token (gc_fd_token) before the call. */
+ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token);
 #endif

@@ -342,3 +342,25 @@ EXPORT int fdatasync(int fd)
 	NEXT_OR_ENOSYS(fdatasync);
 	return spy_sync(fd, next.fdatasync, SPY_FDATASYNC);
 }
+
+#ifdef SPY_INNER
+/* A real syncfs covers every file of its filesystem: logged by the inner spy
+ * only (a program's own syncfs asks nothing the checker needs to match). */
+EXPORT int syncfs(int fd)
+{
+	static sync_fn real;
+	struct spy_call c;
+	int ret;
+
+	if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&real, (sync_fn)dlsym(RTLD_NEXT, "syncfs"), __ATOMIC_RELEASE);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	spy_begin(&c, fd, SPY_SYNCFS, false);
+	ret = real(fd);
+	spy_end(&c, ret);
+	return ret;
+}
+#endif

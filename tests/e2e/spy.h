@@ -17,6 +17,7 @@ enum spy_kind {
 	SPY_FDATASYNC = 2,	/* fdatasync(fd) */
 	SPY_WRITE_SYNC = 3,	/* a write that must be durable with metadata: O_SYNC, RWF_SYNC */
 	SPY_WRITE_DSYNC = 4,	/* a write that must be durable as data: O_DSYNC, RWF_DSYNC */
+	SPY_SYNCFS = 5,		/* syncfs(fd), real calls only: covers its whole filesystem */
 };
 
 /* Fixed size so that O_APPEND writes of whole records from many threads and
@@ -65,11 +66,11 @@ struct spy_summary {
 	size_t s_prog_ok;		/* of which succeeded */
 	size_t s_prog_fail;		/* of which failed */
 	size_t s_prog_eio;		/* of which failed with EIO */
-	size_t s_prog_by_kind[5];
+	size_t s_prog_by_kind[6];
 	size_t s_real;			/* real calls logged */
 	size_t s_real_ok;
 	size_t s_real_fail;
-	size_t s_real_by_kind[5];
+	size_t s_real_by_kind[6];
 	size_t s_violations;		/* succeeded program calls without a covering real call */
 	size_t s_unexplained_fail;	/* failed sync requests with no failed real call on the inode in their window */
 	size_t s_shadowed;		/* succeeded calls whose window also holds a failed adequate real call */
@@ -80,7 +81,8 @@ struct spy_summary {
  * has a real call on the same (dev, ino), started at or after the program
  * call began, ended at or before it returned, successful, and strong enough
  * (fsync for fsync/O_SYNC/RWF_SYNC; fdatasync suffices otherwise; a real
- * synchronous write covers only the program write it belongs to, same thread).
+ * synchronous write covers only the program write it belongs to, same thread;
+ * a real syncfs on the same device covers every call nested around it).
  * Prints one line per violation (at most @max_print) to @out when non-NULL.
  * Returns the number of violations. */
 size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,

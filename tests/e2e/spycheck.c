@@ -17,6 +17,7 @@ const char *spy_kind_name(int kind)
 	case SPY_FDATASYNC: return "fdatasync";
 	case SPY_WRITE_SYNC: return "osync-write";
 	case SPY_WRITE_DSYNC: return "odsync-write";
+	case SPY_SYNCFS: return "syncfs";
 	}
 	return "?";
 }
@@ -60,7 +61,8 @@ int spy_load(const char *path, struct spy_log *log)
 
 		memcpy(&r, buf + i * sizeof(r), sizeof(r));
 		if (r.r_magic != SPY_MAGIC || r.r_role > SPY_REAL ||
-		    r.r_kind < SPY_FSYNC || r.r_kind > SPY_WRITE_DSYNC) {
+		    r.r_kind < SPY_FSYNC || r.r_kind > SPY_SYNCFS ||
+		    (r.r_kind == SPY_SYNCFS && r.r_role != SPY_REAL)) {
 			log->l_bad++;
 			continue;
 		}
@@ -182,6 +184,21 @@ static void spy_scan(const struct spy_log *log, const size_t *idx, size_t nreal,
 	}
 }
 
+/* A successful real syncfs of @p's filesystem inside @p's window. The few
+ * syncfs records are searched one by one. */
+static bool spy_syncfs_covers(const struct spy_log *log, const struct spy_rec *p)
+{
+	for (size_t i = 0; i < log->l_n; i++) {
+		const struct spy_rec *r = &log->l_recs[i];
+
+		if (r->r_kind == SPY_SYNCFS && r->r_role == SPY_REAL && r->r_ret >= 0 &&
+		    r->r_dev == p->r_dev && r->r_start_ns >= p->r_start_ns &&
+		    r->r_end_ns <= p->r_end_ns)
+			return true;
+	}
+	return false;
+}
+
 size_t spy_count(const struct spy_log *log, int role, int kind, uint64_t dev,
 		 uint64_t ino)
 {
@@ -265,6 +282,8 @@ size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,
 			continue;
 		}
 		spy_scan(log, idx, nreal, p, &w);
+		if (!w.w_cover && spy_syncfs_covers(log, p))
+			w.w_cover = 1;
 		if (w.w_cover) {
 			if (w.w_failed)
 				s->s_shadowed++;

@@ -1,0 +1,389 @@
+/* inherit: converted O_SYNC/O_DSYNC descriptors around exec, spawn, system
+ * and fdopen, and writes racing close: what a new program inherits, which
+ * file the bytes land in, and that record locks are never dropped silently. */
+
+/*   inherit getfl FD     (run bare) prints "fd=FD dsync=0|1" on stderr
+ *   inherit race DIR     system() while another thread reuses a number
+ *   inherit spawn DIR    posix_spawn with adddup2 of an O_CLOEXEC fd onto 1
+ *   inherit eacces DIR   (root) files an unprivileged user cannot reopen
+ *   inherit locks DIR    POSIX and OFD locks through converted descriptors
+ *   inherit wrace DIR    O_DSYNC writes while another thread swaps the fd */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *self;
+static char dir[4096];
+
+static char *path_of(const char *name)
+{
+	static char buf[8][4200];
+	static int k;
+	char *p = buf[k++ % 8];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
+	return p;
+}
+
+/* The environment without LD_PRELOAD: the child runs bare, so what it sees
+ * is the kernel's word, not the library's. */
+static char **bare_env(void)
+{
+	static char *env[512];
+	size_t n = 0;
+
+	for (char **e = environ; *e && n < 511; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			env[n++] = *e;
+	env[n] = NULL;
+	return env;
+}
+
+static int getfl(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	dprintf(2, "fd=%d dsync=%d\n", fd, fl >= 0 && (fl & O_DSYNC) ? 1 : 0);
+	return fl < 0 ? 1 : 0;
+}
+
+/* Execs "inherit getfl FD" bare in a fork child; returns the child's exit
+ * code, or 200 + errno when the exec failed. */
+static int exec_getfl(int fd)
+{
+	char num[16], *argv[] = { (char *)self, "getfl", num, NULL };
+	int st;
+	pid_t kid;
+
+	snprintf(num, sizeof(num), "%d", fd);
+	kid = fork();
+	if (kid == 0) {
+		execve(self, argv, bare_env());
+		_exit(200 + errno);
+	}
+	if (kid < 0 || waitpid(kid, &st, 0) != kid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* --- race: exec_undo must not put X back over the Y that took its number */
+
+static volatile int stop;
+static int same_number;
+
+static void *reuser(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		int fx = open(path_of("x"), O_WRONLY | O_APPEND | O_DSYNC);
+		int fy;
+
+		if (fx < 0 || write(fx, "X", 1) != 1)
+			perror("x");
+		close(fx);
+		fy = open(path_of("y"), O_WRONLY | O_APPEND);
+		if (fy == fx)
+			same_number++;
+		usleep(300);
+		if (fy < 0 || write(fy, "Y", 1) != 1)
+			perror("y");
+		close(fy);
+	}
+	return NULL;
+}
+
+static long count_in(const char *name, char c)
+{
+	FILE *f = fopen(path_of(name), "r");
+	long n = 0;
+	int ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == c;
+	fclose(f);
+	return n;
+}
+
+static int race(void)
+{
+	long long t0 = now_ms();
+	pthread_t t;
+	int calls = 0;
+
+	close(open(path_of("x"), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	close(open(path_of("y"), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	pthread_create(&t, NULL, reuser, NULL);
+	while (calls < 300 && now_ms() - t0 < 6000) {
+		if (system("true") != 0)
+			perror("system");
+		calls++;
+	}
+	stop = 1;
+	pthread_join(t, NULL);
+	printf("calls=%d same_number=%d\n", calls, same_number);
+	printf("y_in_x=%ld x_in_y=%ld\n", count_in("x", 'Y'), count_in("y", 'X'));
+	printf("crossed=%ld\n", count_in("x", 'Y') + count_in("y", 'X'));
+	return 0;
+}
+
+/* --- spawn: file actions dup2 an O_CLOEXEC converted fd onto stdout */
+
+static int spawn(void)
+{
+	char *argv[] = { (char *)self, "getfl", "1", NULL };
+	posix_spawn_file_actions_t fa;
+	int fd, r, st = 0;
+	pid_t pid;
+
+	fd = open(path_of("s"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return perror("open"), 1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd, 1);
+	r = posix_spawn(&pid, self, &fa, NULL, argv, bare_env());
+	if (r == 0)
+		waitpid(pid, &st, 0);
+	posix_spawn_file_actions_destroy(&fa);
+	printf("spawn_ret=%d exit=%d\n", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	printf("parent_dsync=%d\n", (fcntl(fd, F_GETFL) & O_DSYNC) ? 1 : 0);
+	return 0;
+}
+
+/* --- eacces: an unprivileged user, files it cannot reopen */
+
+static int eacces_child(void)
+{
+	char num[16];
+	int fd, r;
+
+	if (setgid(65534) || setuid(65534))
+		return perror("setuid"), 1;
+	/* A: created 0444 by this open, which itself may write. */
+	fd = open(path_of("u/a"), O_WRONLY | O_CREAT | O_EXCL | O_DSYNC, 0444);
+	if (fd < 0)
+		return perror("open a"), 1;
+	if (write(fd, "a", 1) != 1)
+		perror("write a");
+	printf("a_exec=%d\n", exec_getfl(fd));
+	fflush(stdout);
+	close(fd);
+
+	/* B: reopenable at open time, made unreadable before the exec. */
+	close(open(path_of("u/b"), O_WRONLY | O_CREAT | O_EXCL, 0644));
+	fd = open(path_of("u/b"), O_WRONLY | O_DSYNC);
+	if (fd < 0)
+		return perror("open b"), 1;
+	fchmod(fd, 0444);
+	printf("b_exec=%d\n", exec_getfl(fd));
+	r = system("true");
+	printf("b_system=%d errno=%d\n", r, r == -1 ? errno : 0);
+	{
+		char *argv[] = { (char *)self, "getfl", num, NULL };
+		pid_t pid;
+		int st = 0;
+
+		snprintf(num, sizeof(num), "%d", fd);
+		r = posix_spawn(&pid, self, NULL, NULL, argv, bare_env());
+		if (r == 0)
+			waitpid(pid, &st, 0);
+		printf("b_spawn=%d\n", r);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int eacces(void)
+{
+	pid_t kid;
+	int st;
+
+	if (geteuid() != 0)
+		return printf("skip=not root\n"), 0;
+	chmod(dir, 0755);
+	if (mkdir(path_of("u"), 0777) || chmod(path_of("u"), 0777))
+		return perror("mkdir"), 1;
+	fflush(stdout);
+	kid = fork();
+	if (kid == 0)
+		_exit(eacces_child());
+	if (waitpid(kid, &st, 0) != kid || !WIFEXITED(st))
+		return 1;
+	return WEXITSTATUS(st);
+}
+
+/* --- locks: a lock taken through a converted fd must stay held */
+
+/* From another process: is [0, 100) of @name locked by someone? */
+static int held(const char *name)
+{
+	pid_t kid;
+	int st;
+
+	kid = fork();
+	if (kid == 0) {
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 100 };
+		int fd = open(path_of(name), O_RDWR);
+
+		if (fd < 0 || fcntl(fd, F_GETLK, &l) < 0)
+			_exit(2);
+		_exit(l.l_type != F_UNLCK ? 0 : 1);
+	}
+	if (kid < 0 || waitpid(kid, &st, 0) != kid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st) == 0 ? 1 : WEXITSTATUS(st) == 1 ? 0 : -1;
+}
+
+static int locked_fd(const char *name, int cmd)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 100 };
+	int fd = open(path_of(name), O_RDWR | O_CREAT | O_DSYNC, 0644);
+
+	if (fd < 0 || fcntl(fd, cmd, &l) < 0)
+		perror(name);
+	return fd;
+}
+
+static int locks(void)
+{
+	int fd, r, e;
+	FILE *f;
+
+	fd = locked_fd("l_system", F_SETLK);
+	r = system("true");
+	e = errno;
+	printf("system: ret=%d enolck=%d held=%d\n", r, r == -1 && e == ENOLCK, held("l_system"));
+
+	fd = locked_fd("l_spawn", F_SETLK);
+	{
+		char *argv[] = { "true", NULL };
+		pid_t pid;
+
+		r = posix_spawnp(&pid, "true", NULL, NULL, argv, environ);
+		if (r == 0)
+			waitpid(pid, NULL, 0);
+		printf("spawn: ret=%d enolck=%d held=%d\n", r, r == ENOLCK, held("l_spawn"));
+	}
+
+	fd = locked_fd("l_fdopen", F_SETLK);
+	f = fdopen(fd, "r+");
+	e = errno;
+	printf("fdopen: ret=%d enolck=%d held=%d\n", f ? 0 : -1, !f && e == ENOLCK,
+	       held("l_fdopen"));
+
+	fd = locked_fd("l_ofd", F_OFD_SETLK);
+	f = fdopen(fd, "r+");
+	e = errno;
+	printf("ofd_fdopen: ret=%d enolck=%d held=%d\n", f ? 0 : -1, !f && e == ENOLCK,
+	       held("l_ofd"));
+
+	/* A lock taken through another descriptor of the same file. */
+	fd = open(path_of("l_other"), O_RDWR | O_CREAT | O_DSYNC, 0644);
+	locked_fd("l_other", F_SETLK);
+	f = fdopen(fd, "r+");
+	e = errno;
+	printf("other_fdopen: ret=%d enolck=%d held=%d\n", f ? 0 : -1, !f && e == ENOLCK,
+	       held("l_other"));
+	return 0;
+}
+
+/* --- wrace: writes through a number another thread keeps swapping */
+
+static int wnum = -1;
+static volatile int wstop;
+
+/* The shared number sits high (100) so that nothing else, such as the
+ * spy's log opened per record, takes it while it is closed. It always
+ * names the same file when open: a write either fails with EBADF or its
+ * bytes are in that file. */
+static void *swapper(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		int fd;
+
+		close(wnum);
+		usleep(20);
+		fd = open(path_of("sync"), O_WRONLY | O_APPEND | O_DSYNC);
+		dup2(fd, wnum);
+		close(fd);
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void *wwriter(void *arg)
+{
+	(void)arg;
+	while (!wstop)
+		if (write(wnum, "0123456789abcdef", 16) < 0 && errno != EBADF)
+			perror("write");
+	return NULL;
+}
+
+static int wrace(void)
+{
+	pthread_t s, w[3];
+
+	close(open(path_of("plain"), O_WRONLY | O_CREAT, 0644));
+	wnum = open(path_of("sync"), O_WRONLY | O_CREAT | O_APPEND | O_DSYNC, 0644);
+	if (wnum < 0 || dup2(wnum, 100) != 100)
+		return perror("open"), 1;
+	close(wnum);
+	wnum = 100;
+	pthread_create(&s, NULL, swapper, NULL);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&w[i], NULL, wwriter, NULL);
+	usleep(1500 * 1000);
+	wstop = 1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(w[i], NULL);
+	stop = 1;
+	pthread_join(s, NULL);
+	printf("done=1\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	self = argv[0];
+	if (argc == 3 && !strcmp(argv[1], "getfl"))
+		return getfl(atoi(argv[2]));
+	if (argc != 3) {
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace DIR\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", argv[2]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[1], "race"))
+		return race();
+	if (!strcmp(argv[1], "spawn"))
+		return spawn();
+	if (!strcmp(argv[1], "eacces"))
+		return eacces();
+	if (!strcmp(argv[1], "locks"))
+		return locks();
+	if (!strcmp(argv[1], "wrace"))
+		return wrace();
+	return 2;
+}

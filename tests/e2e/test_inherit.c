@@ -1,0 +1,135 @@
+/* Converted descriptors at the edges of the process: what exec, spawn,
+ * system and fdopen hand on, which file a racing program's bytes land in,
+ * that record locks never vanish, and that a write racing close is synced. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+TestSuite(inherit, .init = e2e_setup, .fini = e2e_teardown, .timeout = 90);
+
+/* system() while another thread closes its O_DSYNC X and opens plain Y on
+ * the same number: no byte meant for one file may land in the other. */
+Test(inherit, exec_undo_leaves_a_reused_number_alone)
+{
+	const char *argv[] = { e2e_prog("inherit"), "race", e2e_dir(), NULL };
+	struct e2e_run r;
+
+	e2e_run(&r, PRE_GC, NULL, 60, argv);
+	e2e_expect_ok(&r, "inherit race");
+	cr_log_info("%s", r.out);
+	cr_expect_gt(e2e_out_long(r.out, "same_number"), 10, "the race was not set up: %s",
+		     r.out);
+	cr_expect_eq(e2e_out_long(r.out, "crossed"), 0,
+		     "bytes written to one file landed in the other: %s", r.out);
+	e2e_run_free(&r);
+}
+
+/* posix_spawn with adddup2 of an O_CLOEXEC O_DSYNC descriptor onto 1 (how
+ * Rust's Command redirects output): the bare child's fd 1 is O_DSYNC. */
+Test(inherit, spawn_file_actions_dup2_keeps_the_flag)
+{
+	const char *argv[] = { e2e_prog("inherit"), "spawn", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit spawn");
+		cr_expect_eq(e2e_out_long(r.out, "spawn_ret"), 0, "%s", r.out);
+		cr_expect(strstr(r.err, "fd=1 dsync=1"),
+			  "%s: the spawned program's stdout lost O_DSYNC: %s%s",
+			  stacks[i] ? "library" : "bare", r.out, r.err);
+		cr_expect_eq(e2e_out_long(r.out, "parent_dsync"), 1, "%s", r.out);
+		e2e_run_free(&r);
+	}
+}
+
+/* A file an unprivileged user cannot reopen: the exec'd bare program gets
+ * it with O_DSYNC, or the exec/spawn/system fails; never without. */
+Test(inherit, unreopenable_file_is_never_inherited_unsynced)
+{
+	const char *argv[] = { e2e_prog("inherit"), "eacces", e2e_dir(), NULL };
+	struct e2e_run r;
+	long a, b, s, sp;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch to an unprivileged user");
+	e2e_run(&r, PRE_GC, NULL, 30, argv);
+	e2e_expect_ok(&r, "inherit eacces");
+	cr_log_info("%s%s", r.out, r.err);
+	a = e2e_out_long(r.out, "a_exec");
+	b = e2e_out_long(r.out, "b_exec");
+	s = e2e_out_long(r.out, "b_system");
+	sp = e2e_out_long(r.out, "b_spawn");
+	/* A can be kept a real O_DSYNC description from the start. */
+	cr_expect_eq(a, 0, "file created 0444: exec result %ld: %s%s", a, r.out, r.err);
+	cr_expect(!strstr(r.err, "dsync=0"), "a program inherited a descriptor without O_DSYNC:\n%s",
+		  r.err);
+	/* B was converted, then made unreadable: the calls fail with EACCES. */
+	cr_expect(b == 0 || b == 200 + 13, "b: exec result %ld", b);
+	cr_expect(s == 0 || (s == -1 && e2e_out_long(r.out, "errno") == 13), "b: system %ld", s);
+	cr_expect(sp == 0 || sp == 13, "b: posix_spawn %ld", sp);
+	e2e_run_free(&r);
+}
+
+static void expect_lock_kept(const char *out, const char *what)
+{
+	const char *p = strstr(out, what);
+	int ret, enolck, held;
+
+	cr_assert(p && sscanf(p + strlen(what), ": ret=%d enolck=%d held=%d", &ret, &enolck,
+			      &held) == 3, "no result for %s: %s", what, out);
+	cr_expect(held == 1 || (ret != 0 && enolck),
+		  "%s: the record lock disappeared (ret=%d, held=%d)", what, ret, held);
+}
+
+/* fcntl locks taken through (or on the file of) a converted descriptor
+ * are still held after system(), posix_spawn() and fdopen(), or the call
+ * failed with ENOLCK. */
+Test(inherit, record_locks_survive_or_the_call_fails)
+{
+	const char *argv[] = { e2e_prog("inherit"), "locks", e2e_dir(), NULL };
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+	static const char *const *envs[] = { NULL, keep };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct e2e_run r;
+
+		e2e_run(&r, PRE_GC, envs[i], 30, argv);
+		e2e_expect_ok(&r, "inherit locks");
+		cr_log_info("%s%s", r.out, r.err);
+		expect_lock_kept(r.out, "system");
+		expect_lock_kept(r.out, "spawn");
+		expect_lock_kept(r.out, "\nfdopen");
+		expect_lock_kept(r.out, "ofd_fdopen");
+		expect_lock_kept(r.out, "other_fdopen");
+		if (envs[i])
+			cr_expect(!strstr(r.out, "enolck=1"), "keep mode never fails: %s", r.out);
+		else if (strstr(r.out, "enolck=1"))
+			cr_expect(strstr(r.err, "LIBGC_OSYNC=keep"),
+				  "a call failed with ENOLCK without naming the workaround: %s", r.err);
+		e2e_run_free(&r);
+	}
+}
+
+/* O_DSYNC writes while another thread closes the descriptor and reopens
+ * the number: every acknowledged write is followed by a real sync. */
+Test(inherit, write_racing_close_is_synced)
+{
+	const char *argv[] = { e2e_prog("inherit"), "wrace", e2e_dir(), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+
+	for (int round = 0; round < 3; round++) {
+		e2e_run_spied(&r, &s, PRE_SPY_GC, NULL, 60, argv, "inherit wrace");
+		e2e_expect_ok(&r, "inherit wrace");
+		cr_expect_gt(s.s_prog, 100, "few synchronous writes seen: %zu", s.s_prog);
+		cr_expect_eq(s.s_violations, 0, "round %d: %zu acknowledged writes without a real sync",
+			     round, s.s_violations);
+		e2e_run_free(&r);
+	}
+}
