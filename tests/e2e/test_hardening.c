@@ -130,3 +130,42 @@ ParameterizedTest(struct raw_child *c, hardening, raw_fork_child)
 	cr_log_info("%s: %s; %zu requests, %zu real calls", what, r.out, s.s_prog, real_syncs(&s));
 	e2e_run_free(&r);
 }
+
+/* ---- 2. peers in another pid namespace --------------------------------- */
+
+/* Workers in this pid namespace and in a new one (as containers sharing
+ * /dev/shm are) sync on one filesystem at once, on one file and on a file
+ * each. A pid read from the segment names another process, or none, on the
+ * other side: no peer's liveness may be judged by it, and every request
+ * must be covered. */
+Test(hardening, peers_in_another_pid_namespace)
+{
+	/* windows longer than the look for dead peers (10 ms at least) */
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000", NULL };
+	static const char *const layouts[] = { "shared", "each" };
+
+	need_isolation();
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[] = { e2e_prog("pidns"), e2e_prog("hammer"), "-p", "2", "-t", "2",
+				       "-n", "20", e2e_path("file"), NULL, NULL };
+
+		if (i) {	/* -e before the file */
+			argv[9] = argv[8];
+			argv[8] = "-e";
+		}
+		struct spy_summary s;
+		struct e2e_run r;
+		char what[96];
+
+		snprintf(what, sizeof(what), "two pid namespaces, %s file", layouts[i]);
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, what);
+		if (r.code == 77)
+			cr_skip_test("cannot make a pid namespace: %s", r.err);
+		e2e_expect_ok(&r, what);
+		/* 2 copies x 2 processes x 2 threads x 20 */
+		expect_covered(&s, 160, false, what);
+		cr_log_info("%s: %s; %zu requests, %zu real calls", what, r.out, s.s_prog,
+			    real_syncs(&s));
+		e2e_run_free(&r);
+	}
+}
