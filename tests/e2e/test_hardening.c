@@ -169,3 +169,32 @@ Test(hardening, peers_in_another_pid_namespace)
 		e2e_run_free(&r);
 	}
 }
+
+/* ---- 3. a descriptor's own error --------------------------------------- */
+
+/* Threads fsync an ordinary descriptor of a file while others fsync an
+ * O_PATH descriptor of it, in shared 2 ms windows. EBADF belongs to the
+ * O_PATH descriptor alone: every fsync of the ordinary one succeeds (and
+ * is covered), every fsync of the O_PATH one fails with EBADF, as bare. */
+Test(hardening, o_path_error_stays_with_its_descriptor)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000",
+					   "SPY_DELAY_US=1000", NULL };
+	const char *argv[] = { e2e_prog("opath"), "-t", "3", "-n", "50", e2e_path("file"), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+
+	e2e_run(&r, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&r, "opath bare");
+	e2e_run_free(&r);
+
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 30, argv, "opath");
+	cr_expect_eq(e2e_out_long(r.out, "good_ok"), 150,
+		     "fsync of the ordinary descriptor took the O_PATH descriptor's error: %s",
+		     r.out);
+	cr_expect_eq(e2e_out_long(r.out, "path_ebadf"), 150,
+		     "fsync of the O_PATH descriptor did not fail with EBADF: %s", r.out);
+	e2e_expect_ok(&r, "opath");
+	expect_covered(&s, 300, true, "opath");
+	e2e_run_free(&r);
+}
