@@ -198,3 +198,69 @@ Test(hardening, o_path_error_stays_with_its_descriptor)
 	expect_covered(&s, 300, true, "opath");
 	e2e_run_free(&r);
 }
+
+/* ---- 4. a stopped process holding the segment's lock ------------------- */
+
+/* Forks a member of the scratch filesystem's segment that takes its lock
+ * and stops itself (SIGSTOP) holding it; returns once it is stopped. It dies
+ * with the test process at the latest. */
+static pid_t stopped_lock_holder(void)
+{
+	int st;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		const char *why = "?";
+		struct gc_domain *d;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		d = gc_domain_attach((uint64_t)g_dev, &why);
+		if (!d) {
+			fprintf(stderr, "lock holder: no segment: %s\n", why);
+			_exit(1);
+		}
+		if (!gc_domain_lock(d))
+			_exit(2);
+		gc_domain_join(d, getpid());
+		raise(SIGSTOP);
+		gc_domain_unlock(d);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+	cr_assert(WIFSTOPPED(st), "the lock holder did not stop (status 0x%x)", st);
+	return pid;
+}
+
+static void end_holder(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
+/* A same-user member stopped while it holds the segment's lock: a process
+ * that then makes 20 requests on that filesystem must not wait for the
+ * lock on each of them. All succeed, all are covered, and the run ends
+ * well inside 15 s (20 give-ups of 2 s each would take 40 s). */
+Test(hardening, stopped_lock_holder)
+{
+	const char *argv[] = { e2e_prog("hammer"), "-n", "20", e2e_path("file"), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	pid_t holder;
+
+	need_isolation();
+	holder = stopped_lock_holder();
+	e2e_run_spied(&r, &s, PRE_SPY_GC, NULL, 15, argv, "behind a stopped lock holder");
+	cr_expect(!r.timed_out, "20 requests behind a stopped lock holder did not end within 15 s "
+		  "(each waited for the lock?): %s", r.out);
+	e2e_expect_ok(&r, "behind a stopped lock holder");
+	cr_expect_eq(e2e_out_long(r.out, "ok"), 20, "%s", r.out);
+	expect_covered(&s, 20, false, "behind a stopped lock holder");
+	e2e_run_free(&r);
+	end_holder(holder);
+}
