@@ -264,3 +264,253 @@ Test(hardening, stopped_lock_holder)
 	e2e_run_free(&r);
 	end_holder(holder);
 }
+
+/* ---- 5. a segment corrupted under live processes ----------------------- */
+
+enum corruption {
+	CORRUPT_RUNNING,	/* j_running = 1000, over and over */
+	CORRUPT_FIELDS,		/* one index or count field at a time, out of range */
+	CORRUPT_RANDOM,		/* the whole segment overwritten with random bytes */
+	CORRUPT_TRUNCATE,	/* the file truncated to 0 or to half, then regrown */
+};
+
+static const char *const corruption_names[] = { "j_running=1000", "one field out of range",
+						"random bytes", "truncation" };
+
+#define MEMBER_SIZE(type, m) sizeof(((type *)0)->m)
+#define TXN_OFF(t) (offsetof(struct gc_domain, j_txns) + (size_t)(t) * sizeof(struct gc_txn))
+
+struct seg_field {
+	const char *f_name;
+	size_t f_size;
+	uint64_t f_limit;	/* first value out of range */
+	bool f_count;		/* a count: 0 disagrees with the entries it counts */
+};
+
+/* The fields the protocol indexes or counts with; their offsets are found
+ * per use (a transaction, a slot or an entry of it chosen at random). */
+static const struct seg_field seg_fields[] = {
+	{ "j_committing", MEMBER_SIZE(struct gc_domain, j_committing), GC_TXN_RING, false },
+	{ "j_running", MEMBER_SIZE(struct gc_domain, j_running), GC_TXN_RING, false },
+	{ "t_inodes", MEMBER_SIZE(struct gc_txn, t_inodes), GC_TXN_INODES + 1, false },
+	{ "t_handles", MEMBER_SIZE(struct gc_txn, t_handles), GC_TXN_HANDLES + 1, true },
+	{ "t_pending", MEMBER_SIZE(struct gc_txn, t_pending), GC_TXN_INODES + 1, true },
+	{ "t_refs", MEMBER_SIZE(struct gc_txn, t_refs), GC_TXN_HANDLES + 1, true },
+	{ "he_slot", MEMBER_SIZE(struct gc_hent, he_slot), GC_TXN_INODES, false },
+	{ "is_handles", MEMBER_SIZE(struct gc_islot, is_handles), GC_TXN_HANDLES + 1, true },
+	{ "ps_recent_n", MEMBER_SIZE(struct gc_policy_state, ps_recent_n), GC_RECENT_MAX + 1, false },
+};
+#define N_SEG_FIELDS (sizeof(seg_fields) / sizeof(seg_fields[0]))
+
+static size_t seg_field_off(size_t f, unsigned int *rs)
+{
+	int t = rand_r(rs) % GC_TXN_RING;
+
+	switch (f) {
+	case 0: return offsetof(struct gc_domain, j_committing);
+	case 1: return offsetof(struct gc_domain, j_running);
+	case 2: return TXN_OFF(t) + offsetof(struct gc_txn, t_inodes);
+	case 3: return TXN_OFF(t) + offsetof(struct gc_txn, t_handles);
+	case 4: return TXN_OFF(t) + offsetof(struct gc_txn, t_pending);
+	case 5: return TXN_OFF(t) + offsetof(struct gc_txn, t_refs);
+	case 6: return TXN_OFF(t) + offsetof(struct gc_txn, t_hents) +
+		       (size_t)(rand_r(rs) % 4) * sizeof(struct gc_hent) +
+		       offsetof(struct gc_hent, he_slot);
+	case 7: return TXN_OFF(t) + offsetof(struct gc_txn, t_islots) +
+		       (size_t)(rand_r(rs) % 4) * sizeof(struct gc_islot) +
+		       offsetof(struct gc_islot, is_handles);
+	default: return offsetof(struct gc_domain, j_policy) +
+			offsetof(struct gc_policy_state, ps_recent_n);
+	}
+}
+
+/* A value no consistent segment holds in the field: at or past its limit,
+ * huge, or negative when read as signed; for a count, also 0 while the
+ * entries it counts are in use (a slot nobody completed must still never
+ * read as success). */
+static uint64_t bad_value(const struct seg_field *f, unsigned int *rs)
+{
+	switch (rand_r(rs) % 7) {
+	case 6: return f->f_count ? 0 : f->f_limit;
+	case 0: return f->f_limit;
+	case 1: return f->f_limit + 1 + (uint64_t)(rand_r(rs) % 1000);
+	case 2: return 0xffffffffu;
+	case 3: return 0x80000000u;
+	case 4: return 0x7fffffffu;
+	default: return f->f_limit + ((uint64_t)rand_r(rs) << 1) % (0xffffffffu - f->f_limit);
+	}
+}
+
+static void nap_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* One act of @kind on the segment at its path, whichever file is there now
+ * (the library may have replaced a bad one); @field: the one field to spoil
+ * (-1: any, drawn each time). */
+static void corrupt_once(enum corruption kind, int field, unsigned int *rs)
+{
+	size_t n = sizeof(struct gc_domain);
+	unsigned char *p;
+	struct stat st;
+	int fd = open(g_seg, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (kind == CORRUPT_TRUNCATE) {
+		/* gone for a while under the mappings, then zeros where it was */
+		if (ftruncate(fd, rand_r(rs) % 2 ? 0 : (off_t)n / 2) == 0) {
+			nap_us(1000 + rand_r(rs) % 10000);
+			if (ftruncate(fd, (off_t)n) != 0)
+				fprintf(stderr, "corrupter: regrow: %s\n", strerror(errno));
+		}
+		close(fd);
+		return;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size != (off_t)n) {
+		close(fd);
+		return;
+	}
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return;
+	if (kind == CORRUPT_RUNNING) {
+		int32_t v = 1000;
+
+		memcpy(p + offsetof(struct gc_domain, j_running), &v, sizeof(v));
+	} else if (kind == CORRUPT_RANDOM) {
+		for (size_t i = 0; i < n; i++)
+			p[i] = (unsigned char)rand_r(rs);
+	} else {
+		size_t f = field >= 0 ? (size_t)field : (size_t)rand_r(rs) % N_SEG_FIELDS;
+		uint64_t v = bad_value(&seg_fields[f], rs);
+		size_t off = seg_field_off(f, rs);
+
+		if (seg_fields[f].f_size == 8)
+			memcpy(p + off, &v, 8);
+		else if (seg_fields[f].f_size == 4) {
+			uint32_t v32 = (uint32_t)v;
+
+			memcpy(p + off, &v32, 4);
+		} else {
+			memcpy(p + off, &v, seg_fields[f].f_size < 8 ? seg_fields[f].f_size : 8);
+		}
+	}
+	munmap(p, n);
+}
+
+/* Forks the corrupter: from the segment's first appearance until it is
+ * killed, one act of @kind every 0.5-5 ms, drawn from @seed. */
+static pid_t start_corrupter(enum corruption kind, int field, unsigned int seed)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		unsigned int rs = seed;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			corrupt_once(kind, field, &rs);
+			nap_us(500 + rand_r(&rs) % 4500);
+		}
+	}
+	return pid;
+}
+
+/* Processes syncing one file and files of their own through the shared
+ * segment while it is corrupted: none crashes or hangs, every request
+ * succeeds (the disk is fine) and is covered by a real call. */
+static void corrupt_run(enum corruption kind, int field, unsigned int seed)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=1000",
+					   "SPY_DELAY_US=500", NULL };
+	/* where fields are spoiled, victims die in the transactions too, so
+	 * that survivors walk a dead peer's entries */
+	const char *kill_opt = kind == CORRUPT_FIELDS ? "-k" : "-T";
+	const char *kill_ms = kind == CORRUPT_FIELDS ? "30" : "1500";
+	const char *shared[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "1500",
+				 kill_opt, kill_ms, e2e_path("file"), NULL };
+	const char *each[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "1500", "-e",
+			       kill_opt, kill_ms, e2e_path("file"), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	char what[128];
+	pid_t c;
+
+	for (int layout = 0; layout < 2; layout++) {
+		snprintf(what, sizeof(what), "segment corrupted (%s%s%s, seed %u), %s",
+			 corruption_names[kind], field >= 0 ? ": " : "",
+			 field >= 0 ? seg_fields[field].f_name : "", seed,
+			 layout ? "a file each" : "one file");
+		unlink(g_seg);
+		c = start_corrupter(kind, field, seed + (unsigned int)layout * 7919);
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 20, layout ? each : shared, what);
+		end_holder(c);
+		cr_expect(!strstr(r.err, "killed by signal"), "%s: a process crashed:\n%s", what, r.err);
+		e2e_expect_ok(&r, what);
+		expect_covered(&s, 6, false, what);
+		cr_log_info("%s: %s; %zu requests, %zu real calls", what, r.out, s.s_prog,
+			    real_syncs(&s));
+		e2e_run_free(&r);
+	}
+	unlink(g_seg);
+}
+
+/* (a) The running transaction's index far out of the ring. */
+Test(hardening, corrupt_running_index)
+{
+	need_isolation();
+	corrupt_run(CORRUPT_RUNNING, -1, 1);
+}
+
+/* (b) Each index or count field alone set out of range, over and over... */
+struct field_case {
+	int fc_field;
+};
+
+static struct field_case field_cases[N_SEG_FIELDS];
+
+ParameterizedTestParameters(hardening, corrupt_one_field)
+{
+	for (size_t i = 0; i < N_SEG_FIELDS; i++)
+		field_cases[i].fc_field = (int)i;
+	return cr_make_param_array(struct field_case, field_cases, N_SEG_FIELDS);
+}
+
+ParameterizedTest(struct field_case *fc, hardening, corrupt_one_field)
+{
+	need_isolation();
+	for (unsigned int seed = 1; seed <= 2; seed++)
+		corrupt_run(CORRUPT_FIELDS, fc->fc_field, seed);
+}
+
+/* ...and one field at a time drawn at random. */
+Test(hardening, corrupt_fields_fuzz)
+{
+	need_isolation();
+	for (unsigned int seed = 1; seed <= 3; seed++)
+		corrupt_run(CORRUPT_FIELDS, -1, seed);
+}
+
+/* (c) The whole segment overwritten with random bytes, over and over. */
+Test(hardening, corrupt_random_bytes_fuzz)
+{
+	need_isolation();
+	for (unsigned int seed = 1; seed <= 2; seed++)
+		corrupt_run(CORRUPT_RANDOM, -1, seed);
+}
+
+/* (d) The segment's file truncated to 0 or to half under its mappings. */
+Test(hardening, corrupt_truncate_fuzz)
+{
+	need_isolation();
+	for (unsigned int seed = 1; seed <= 2; seed++)
+		corrupt_run(CORRUPT_TRUNCATE, -1, seed);
+}

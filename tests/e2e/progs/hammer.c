@@ -1,8 +1,11 @@
-/* hammer [-p PROCS] [-t THREADS] [-n COUNT] [-T MS] [-m fsync|fdatasync] [-e] FILE:
+/* hammer [-p PROCS] [-t THREADS] [-n COUNT] [-T MS] [-m fsync|fdatasync] [-e]
+ *        [-k MS] FILE:
  * PROCS forked processes of THREADS threads each write and sync FILE (or,
  * with -e, a file each, FILE.P.T), COUNT times or for MS milliseconds, every
- * thread through a descriptor of its own. Prints the totals; exits 0 only
- * when every request succeeded and every process ended normally. */
+ * thread through a descriptor of its own. With -k, a victim process syncing
+ * FILE too is SIGKILLed after 1 to MS ms and replaced, until the workers
+ * end. Prints the totals; exits 0 only when every request succeeded and
+ * every worker ended normally. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,7 +26,7 @@ struct totals {
 
 static struct totals *tot;	/* shared with the forked workers */
 static const char *file;
-static int count = 20, run_ms, each, datasync;
+static int count = 20, run_ms, each, datasync, kill_ms;
 
 static long now_ms(void)
 {
@@ -93,11 +96,53 @@ static int run_proc(int proc, int threads)
 	return 0;
 }
 
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Until every worker has ended: a victim syncing the shared file, killed
+ * at a random moment, then the next. Leaves the workers to be reaped. */
+static void victims(const pid_t *pids, int procs)
+{
+	unsigned int seed = (unsigned int)getpid();
+	siginfo_t si;
+
+	if (!kill_ms)
+		return;
+	for (;;) {
+		int left = 0;
+		pid_t v;
+
+		for (int p = 0; p < procs; p++) {
+			memset(&si, 0, sizeof(si));
+			if (pids[p] > 0 && waitid(P_PID, (id_t)pids[p], &si,
+						  WEXITED | WNOHANG | WNOWAIT) == 0 && !si.si_pid)
+				left++;
+		}
+		if (!left)
+			return;
+		v = fork();
+		if (v == 0) {
+			each = 0;
+			run_ms = 60000;
+			_exit(run_proc(1000, 1));
+		}
+		nap_ms(1 + (int)(rand_r(&seed) % (unsigned int)kill_ms));
+		if (v > 0) {
+			kill(v, SIGKILL);
+			waitpid(v, NULL, 0);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int procs = 1, threads = 1, c, crashed = 0, bad = 0;
 
-	while ((c = getopt(argc, argv, "p:t:n:T:m:e")) != -1) {
+	while ((c = getopt(argc, argv, "p:t:n:T:m:ek:")) != -1) {
 		switch (c) {
 		case 'p': procs = atoi(optarg); break;
 		case 't': threads = atoi(optarg); break;
@@ -105,6 +150,7 @@ int main(int argc, char **argv)
 		case 'T': run_ms = atoi(optarg); break;
 		case 'm': datasync = !strcmp(optarg, "fdatasync"); break;
 		case 'e': each = 1; break;
+		case 'k': kill_ms = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -114,7 +160,7 @@ int main(int argc, char **argv)
 	tot = mmap(NULL, sizeof(*tot), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (tot == MAP_FAILED)
 		return 1;
-	if (procs == 1) {
+	if (procs == 1 && !kill_ms) {
 		bad = run_proc(0, threads);
 	} else {
 		pid_t *pids = calloc((size_t)procs, sizeof(*pids));
@@ -126,6 +172,7 @@ int main(int argc, char **argv)
 			if (pids[p] < 0)
 				bad++;
 		}
+		victims(pids, procs);
 		for (int p = 0; p < procs; p++) {
 			int st;
 
