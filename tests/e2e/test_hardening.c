@@ -514,3 +514,57 @@ Test(hardening, corrupt_truncate_fuzz)
 	for (unsigned int seed = 1; seed <= 2; seed++)
 		corrupt_run(CORRUPT_TRUNCATE, -1, seed);
 }
+
+/* ---- 6. a segment its creator never finished --------------------------- */
+
+/* A segment file of the right size whose magic was never written (its
+ * creator died between sizing and initialising it), and nobody alive using
+ * it. Once a process under the library has met it, processes that come
+ * later share commits again: the half-made file was replaced, not kept as
+ * a reason to group privately forever. */
+Test(hardening, half_created_segment_is_replaced)
+{
+	const char *report = e2e_path("report");
+	const char *one[] = { e2e_prog("hammer"), "-n", "5", e2e_path("file"), NULL };
+	const char *four[] = { e2e_prog("hammer"), "-p", "4", "-n", "8", e2e_path("file"), NULL };
+	unsigned long long commits = 0, batched = 0;
+	struct gc_domain *zero = calloc(1, sizeof(*zero));
+	struct spy_summary s;
+	struct e2e_run r;
+	char *repenv, *text;
+	int fd;
+
+	need_isolation();
+	cr_assert(zero);
+	fd = open(g_seg, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert(fd >= 0, "create %s: %s", g_seg, strerror(errno));
+	cr_assert_eq(write(fd, zero, sizeof(*zero)), (ssize_t)sizeof(*zero));
+	close(fd);
+	free(zero);
+
+	e2e_run(&r, PRE_GC, NULL, 20, one);
+	e2e_expect_ok(&r, "first process after the half-made segment");
+	e2e_run_free(&r);
+
+	cr_assert(asprintf(&repenv, "LIBGC_REPORT=%s", report) > 0);
+	{
+		const char *env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=3000",
+				      "SPY_DELAY_US=3000", repenv, NULL };
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 30, four, "four processes afterwards");
+	}
+	e2e_expect_ok(&r, "four processes afterwards");
+	expect_covered(&s, 32, false, "four processes afterwards");
+	text = e2e_slurp(report);
+	cr_expect(e2e_report_get(text, 0, "commits", &commits) &&
+		  e2e_report_get(text, 0, "batched", &batched), "no exit report:\n%s", text);
+	/* single-threaded processes: a commit of two handles had two processes */
+	cr_expect(batched > commits,
+		  "four processes on one file after a half-made segment shared no commit "
+		  "(commits=%llu batched=%llu):\n%s", commits, batched, r.err);
+	cr_log_info("after a half-made segment: commits=%llu batched=%llu, %zu real calls for %zu requests",
+		    commits, batched, real_syncs(&s), s.s_prog);
+	free(text);
+	free(repenv);
+	e2e_run_free(&r);
+}

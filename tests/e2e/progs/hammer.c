@@ -167,8 +167,9 @@ int main(int argc, char **argv)
 
 		for (int p = 0; p < procs; p++) {
 			pids[p] = fork();
+			/* exit, not _exit: the library's exit report is written */
 			if (pids[p] == 0)
-				_exit(run_proc(p, threads));
+				exit(run_proc(p, threads));
 			if (pids[p] < 0)
 				bad++;
 		}
