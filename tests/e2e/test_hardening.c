@@ -568,3 +568,60 @@ Test(hardening, half_created_segment_is_replaced)
 	free(repenv);
 	e2e_run_free(&r);
 }
+
+/* ---- 7. a full member table -------------------------------------------- */
+
+/* System calls that strace -c counted in @path ("N total"), or -1. */
+static long strace_total(const char *path)
+{
+	char *text = e2e_slurp(path), *line, *save = NULL;
+	long total = -1;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		long n;
+		char word[16];
+
+		if (sscanf(line, " %ld %15s", &n, word) == 2 && !strcmp(word, "total"))
+			total = n;
+	}
+	free(text);
+	return total;
+}
+
+/* GC_MEMBERS live processes, each a member of the scratch filesystem's
+ * segment after one fsync under the library, then one more process makes
+ * 40 requests there. Its requests succeed and are covered (it may group
+ * within itself), and it does not try to join again on every request:
+ * counted by strace, its system calls stay within a fixed cost of joining
+ * a few times plus a bounded number per request, where one join attempt
+ * per request (a liveness check of every member each time) is at least
+ * GC_MEMBERS calls per request. */
+Test(hardening, full_member_table, .timeout = 90)
+{
+	enum { REQS = 40, PER_REQ = 40 };
+	const char *counts = e2e_path("strace.out");
+	char members[16], ldp[8192];
+	const char *argv[] = { e2e_prog("members"), "-n", members, e2e_path("member.file"),
+			       "strace", "-f", "-c", "-U", "calls,name", "-o", counts, "-E", ldp,
+			       e2e_prog("hammer"), "-n", "40", e2e_path("file"), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	long total;
+
+	need_isolation();
+	if (system("strace -V >/dev/null 2>&1") != 0)
+		cr_skip_test("strace is needed to count the system calls of the late process");
+	snprintf(members, sizeof(members), "%d", GC_MEMBERS);
+	snprintf(ldp, sizeof(ldp), "LD_PRELOAD=%s", e2e_preload(PRE_SPY_GC));
+	e2e_run_spied(&r, &s, PRE_GC, NULL, 80, argv, "late process, full member table");
+	e2e_expect_ok(&r, "late process, full member table");
+	expect_covered(&s, REQS, false, "late process, full member table");
+	total = strace_total(counts);
+	cr_expect(total > 0, "no strace count in %s", counts);
+	cr_expect(total <= 4 * GC_MEMBERS + PER_REQ * REQS,
+		  "the process beyond a full member table made %ld system calls for %d requests "
+		  "(bound %d): it tries to join on every request", total, REQS,
+		  4 * GC_MEMBERS + PER_REQ * REQS);
+	cr_log_info("full member table: %ld system calls for %d requests; %s", total, REQS, r.out);
+	e2e_run_free(&r);
+}
