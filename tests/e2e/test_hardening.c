@@ -56,8 +56,17 @@ static void setup(void)
 	gc_domain_path(g_seg, sizeof(g_seg), geteuid(), (uint64_t)g_dev);
 }
 
+static pid_t g_fuse_pid;		/* a FUSE daemon a test started */
+static char g_fuse_mnt[4096];
+
 static void teardown(void)
 {
+	if (g_fuse_pid) {
+		umount2(g_fuse_mnt, MNT_DETACH);
+		kill(g_fuse_pid, SIGKILL);
+		waitpid(g_fuse_pid, NULL, 0);
+		g_fuse_pid = 0;
+	}
 	if (g_isolated) {
 		unlink(g_seg);
 		umount2("/dev/shm", MNT_DETACH);
@@ -624,4 +633,81 @@ Test(hardening, full_member_table, .timeout = 90)
 		  4 * GC_MEMBERS + PER_REQ * REQS);
 	cr_log_info("full member table: %ld system calls for %d requests; %s", total, REQS, r.out);
 	e2e_run_free(&r);
+}
+
+/* ---- 8. a filesystem whose fsync may not cover every descriptor --------- */
+
+/* Starts the slow disk's FUSE daemon on a small image in the scratch
+ * directory; returns the path of the file it serves, or skips. */
+static const char *fuse_file(int flush_us)
+{
+	const char *daemon = e2e_tool("../slowdisk/slowdiskd");
+	const char *ctl = e2e_path("fuse.ctl");
+	char flush[16];
+	struct stat st;
+
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+		cr_skip_test("needs root and /dev/fuse for a FUSE filesystem");
+	if (access(daemon, X_OK) != 0)
+		cr_skip_test("%s is missing: build it with make (needs fuse3)", daemon);
+	snprintf(g_fuse_mnt, sizeof(g_fuse_mnt), "%s", e2e_path("fuse"));
+	cr_assert_eq(mkdir(g_fuse_mnt, 0755), 0, "mkdir %s: %s", g_fuse_mnt, strerror(errno));
+	snprintf(flush, sizeof(flush), "%d", flush_us);
+	fflush(NULL);
+	g_fuse_pid = fork();
+	cr_assert(g_fuse_pid >= 0);
+	if (g_fuse_pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 0);
+		dup2(null, 1);
+		execl(daemon, daemon, "--image", e2e_path("fuse.img"), "--size-mb", "8",
+		      "--flush-us", flush, "--ctl", ctl, g_fuse_mnt, (char *)NULL);
+		_exit(127);
+	}
+	/* the control socket appears once the mount is ready */
+	for (int i = 0; i < 1000 && stat(ctl, &st) != 0; i++) {
+		if (waitpid(g_fuse_pid, NULL, WNOHANG) == g_fuse_pid) {
+			g_fuse_pid = 0;
+			cr_skip_test("the FUSE daemon could not mount %s", g_fuse_mnt);
+		}
+		nap_us(10000);
+	}
+	cr_assert_eq(stat(ctl, &st), 0, "the FUSE daemon did not come up in 10 s");
+	return e2e_path("fuse/disk.img");
+}
+
+/* On FUSE each descriptor's fsync goes to the daemon with its own file
+ * handle, and a daemon may flush only what that handle wrote: one
+ * descriptor's fsync need not cover another's. Threads and processes
+ * syncing one FUSE file through descriptors of their own, in windows that
+ * would group them, must each get a real call of their own. */
+Test(hardening, fuse_fsyncs_are_never_shared)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=3000", NULL };
+	const char *file = fuse_file(2000);
+	const char *threads[] = { e2e_prog("hammer"), "-t", "4", "-n", "10", file, NULL };
+	const char *procs[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-n", "10", file, NULL };
+	const char *const *runs[] = { threads, procs };
+	static const char *const names[] = { "4 threads", "3 processes of 2 threads" };
+	struct statfs sf;
+
+	cr_assert_eq(statfs(file, &sf), 0, "statfs %s: %s", file, strerror(errno));
+	cr_assert_eq((unsigned long)sf.f_type, 0x65735546UL, "%s is not on FUSE", file);
+	for (int i = 0; i < 2; i++) {
+		struct spy_summary s;
+		struct e2e_run r;
+		char what[96];
+
+		snprintf(what, sizeof(what), "FUSE file, %s", names[i]);
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 30, runs[i], what);
+		e2e_expect_ok(&r, what);
+		expect_covered(&s, i ? 60 : 40, false, what);
+		cr_expect_eq(real_syncs(&s), s.s_prog,
+			     "%s: %zu real fsyncs for %zu requests: requests on different descriptors "
+			     "shared a real call", what, real_syncs(&s), s.s_prog);
+		cr_log_info("%s: %zu real calls for %zu requests", what, real_syncs(&s), s.s_prog);
+		e2e_run_free(&r);
+	}
 }
