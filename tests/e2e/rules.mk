@@ -66,12 +66,15 @@ $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
 		-MMD -MP -MF $@.d -o $@ $< tests/e2e/e2e.c tests/e2e/spycheck.c \
 		$(CRIT_LIBS) -lpthread
 
-# The cross-process suite names segments and builds segment images with the
-# library's own domain code, and runs the example workload.
-$(E2E)/test_shared: tests/e2e/test_shared.c tests/e2e/e2e.c tests/e2e/e2e.h \
+# The cross-process suites name segments, build segment images and take the
+# segment's lock with the library's own domain code, and run the example
+# workload.
+E2E_DOMAIN_SUITES := $(E2E)/test_shared $(E2E)/test_hardening
+$(E2E_DOMAIN_SUITES): $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
 		tests/e2e/spycheck.c tests/e2e/spy.h journal/domain.h policy/policy.h \
 		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o \
-		| $(E2E_PROGS) $(E2E_TOOLS) $(LIB) $(B)/examples/fsync_storm
+		| $(E2E_PROGS) $(E2E_TOOLS) $(LIB) $(B)/examples/fsync_storm \
+		  $(B)/tests/slowdisk/slowdiskd
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(CRIT_CFLAGS) -DE2E_BUILD='"$(B)"' \
