@@ -98,8 +98,8 @@ test-bins: $(ALL_BINS) $(PKG_BINS)
 # some are missing) come first in the targets that need them and before every
 # program in PKG_BINS; plain `make` never runs it.  The flags of those
 # packages are asked for on first use in a recipe, so after this step.
-# `make demo` adds fs_mark, `make bench` the benchmark tools.
-deps_set := $(if $(filter bench,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
+# `make demo` adds fs_mark, `make bench` and `make deps` the benchmark tools.
+deps_set := $(if $(filter bench deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
 deps:
 	$(Q)bash scripts/deps.sh $(deps_set)
 $(PKG_BINS): | deps
@@ -131,15 +131,22 @@ clean:
 	rm -rf build build-asan build-tsan
 
 help:
-	@echo 'make            build build/libgc.so, examples and test programs'
-	@echo 'make demo       run examples/fsync_storm bare and under libgc, side by side'
-	@echo 'make test       unit, end-to-end, slow-disk and crash tests'
-	@echo 'make crashtest  TRIALS=N power-cut trials with a summary table'
-	@echo 'make bench      base vs libgc vs fsync-disabled (BENCH=full for all rows)'
-	@echo 'make bench-ab   bare vs libgc on the machine'"'"'s disk, paired (ABBA and concurrent)'
-	@echo 'make asan|tsan  unit tests under AddressSanitizer / ThreadSanitizer'
-	@echo 'make install    PREFIX=/usr/local'
-	@echo 'V=1             show commands'
+	@echo 'make            build/libgc.so and the tools (no packages beyond a C toolchain)'
+	@echo 'make bins       the same as plain make'
+	@echo 'make test-bins  every test program too (installs Criterion and FUSE first)'
+	@echo 'make test       unit, end-to-end, slow-disk, power-cut tests (root for the disk parts; ~3 min)'
+	@echo 'make e2e        only the end-to-end suites'
+	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
+	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
+	@echo 'make bench-ab   bare vs libgc on this disk, paired (ABBA and concurrent), for small gaps'
+	@echo 'make crashtest  TRIALS=N [SEED=S] power-cut trials with a summary table'
+	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
+	@echo 'make tsan       the journal stress under ThreadSanitizer'
+	@echo 'make deps       install every package the targets use (scripts/deps.sh bench)'
+	@echo 'make install    the library into $$(PREFIX)/lib (PREFIX=/usr/local, DESTDIR)'
+	@echo 'make clean      remove build, build-asan and build-tsan'
+	@echo 'make help       this list'
+	@echo 'V=1             show the commands'
 
 .PHONY: all bins test-bins test demo asan tsan install clean help deps
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
