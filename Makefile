@@ -23,8 +23,12 @@ DEPFLAGS = -MMD -MP
 SAN     ?=
 LIBCFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec
 
-CRIT_CFLAGS := $(shell pkg-config --cflags criterion 2>/dev/null)
-CRIT_LIBS   := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+# Flags of packages that plain `make` does not need, asked of pkg-config on
+# first use in a recipe (then kept): by then the deps step of the target
+# that builds those programs has installed the package.
+lazy = $(eval $(1) := $$(shell $(2)))$($(1))
+CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
+CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
@@ -36,10 +40,13 @@ LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
 LIB        := $(B)/libgc.so
 
+# ALL_BINS need a C toolchain only and are built by plain `make`; PKG_BINS
+# need Criterion or FUSE and are built only by the targets that run them.
 ALL_BINS   := $(LIB)
+PKG_BINS   :=
 TEST_SUITES :=
 
-all: deps-check $(LIB) bins
+all: $(LIB) bins
 
 $(B)/%.o: %.c
 	$(call msg,CC,$<)
@@ -62,7 +69,7 @@ $(B)/tests/unit/test_%: tests/unit/test_%.c $(CORE_OBJS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(CRIT_CFLAGS) $(DEPFLAGS) -o $@ $< \
 		$(CORE_OBJS) $(CRIT_LIBS) -lpthread
-ALL_BINS   += $(UNIT_BINS)
+PKG_BINS   += $(UNIT_BINS)
 TEST_SUITES += $(UNIT_BINS)
 
 # Stress programs: the wrappers linked in (not preloaded) so sanitizers see
@@ -86,21 +93,33 @@ TEST_SUITES += $(STRESS_BINS)
 -include bench/rules.mk
 
 bins: $(ALL_BINS)
+test-bins: $(ALL_BINS) $(PKG_BINS)
 
-deps-check:
-	@bash scripts/deps.sh
+# The packages (scripts/deps.sh: a no-op when all are there, apt-get when
+# some are missing) come first in the targets that need them and before every
+# program in PKG_BINS; plain `make` never runs it.  The flags of those
+# packages are asked for on first use in a recipe, so after this step.
+# `make demo` adds fs_mark, `make bench` and `make deps` the benchmark tools.
+deps_set := $(if $(filter bench deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
+deps:
+	$(Q)bash scripts/deps.sh $(deps_set)$(demo_deps_ok)
+$(PKG_BINS): | deps
 
-test: all
+test: deps all test-bins
 	$(Q)bash tests/run.sh $(TEST_SUITES)
 
-demo: all
+# Without root the demo runs on this disk only: it needs neither the slow
+# disk's daemon nor packages it could not install.
+is_root := $(filter 0,$(shell id -u))
+demo_deps_ok := $(if $(is_root),,$(if $(filter demo,$(MAKECMDGOALS)), || true))
+demo: deps all $(if $(is_root),$(B)/tests/slowdisk/slowdiskd)
 	$(Q)bash scripts/demo.sh
 
 # Sanitizer builds, in their own build folders: unit tests and the journal
 # stress under ASan/UBSan; under TSan only the stress programs, because
 # Criterion's runner cannot start under ThreadSanitizer.
 ASAN_BINS := $(UNIT_SRCS:%.c=%) $(STRESS_SRCS:%.c=%)
-asan:
+asan: deps
 	$(MAKE) B=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' \
 		$(addprefix build-asan/,$(ASAN_BINS))
 	bash tests/run.sh $(addprefix build-asan/,$(ASAN_BINS))
@@ -117,15 +136,22 @@ clean:
 	rm -rf build build-asan build-tsan
 
 help:
-	@echo 'make            build build/libgc.so, examples and test programs'
-	@echo 'make demo       run examples/fsync_storm bare and under libgc, side by side'
-	@echo 'make test       unit, end-to-end, slow-disk and crash tests'
-	@echo 'make crashtest  TRIALS=N power-cut trials with a summary table'
-	@echo 'make bench      base vs libgc vs fsync-disabled (BENCH=full for all rows)'
-	@echo 'make bench-ab   bare vs libgc on the machine'"'"'s disk, paired (ABBA and concurrent)'
-	@echo 'make asan|tsan  unit tests under AddressSanitizer / ThreadSanitizer'
-	@echo 'make install    PREFIX=/usr/local'
-	@echo 'V=1             show commands'
+	@echo 'make            build/libgc.so and the tools (no packages beyond a C toolchain)'
+	@echo 'make bins       the same as plain make'
+	@echo 'make test-bins  every test program too (installs Criterion and FUSE first)'
+	@echo 'make test       unit, end-to-end, slow-disk, power-cut tests (root for the disk parts; ~3 min)'
+	@echo 'make e2e        only the end-to-end suites'
+	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
+	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
+	@echo 'make bench-ab   bare vs libgc on this disk, paired (ABBA and concurrent), for small gaps'
+	@echo 'make crashtest  TRIALS=N [SEED=S] power-cut trials with a summary table'
+	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
+	@echo 'make tsan       the journal stress under ThreadSanitizer'
+	@echo 'make deps       install every package the targets use (scripts/deps.sh bench)'
+	@echo 'make install    the library into $$(PREFIX)/lib (PREFIX=/usr/local, DESTDIR)'
+	@echo 'make clean      remove build, build-asan and build-tsan'
+	@echo 'make help       this list'
+	@echo 'V=1             show the commands'
 
-.PHONY: all bins test demo asan tsan install clean help deps-check
+.PHONY: all bins test-bins test demo asan tsan install clean help deps
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -13,8 +13,7 @@ ALL_BINS += $(BENCH_BINS)
 TEST_SUITES += bench/selftest.sh
 
 # BENCH=smoke|quick|full (quick by default); see bench/README.md.
-bench: all
-	$(Q)bash scripts/deps.sh bench
+bench: deps all $(B)/tests/slowdisk/slowdiskd
 	$(Q)BENCH='$(BENCH)' bash bench/bench.sh
 
 .PHONY: bench

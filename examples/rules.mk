@@ -8,3 +8,13 @@ $(B)/examples/%: examples/%.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $< -lm
 
 ALL_BINS += $(EXAMPLE_BINS)
+
+# A preload that times fsync/fdatasync as the program sees them (the demo's
+# fs_mark latencies).
+$(B)/examples/synclat.so: examples/synclat.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -fPIC -fvisibility=hidden -shared \
+		-o $@ $< -ldl
+
+ALL_BINS += $(B)/examples/synclat.so

@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the project builds, tests and benchmarks with.
-# Idempotent and quiet when everything is present; `deps.sh bench` adds the
-# benchmark tools.
-set -eu
+# Installs the Debian packages the project tests and benchmarks with.  Called
+# by the make targets that need them (test, demo, bench, ...), never by plain
+# `make`.  Idempotent and quiet when everything is present.
+#   deps.sh         what `make test` needs (Criterion, FUSE, e2fsprogs, ...)
+#   deps.sh demo    and fs_mark
+#   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
+set -euo pipefail
 
 need=(build-essential pkg-config clang libcriterion-dev libfuse3-dev fuse3
       libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace)
-if [ "${1:-}" = bench ]; then
-	need+=(fsmark fio sysbench gnuplot-nox)
+case ${1:-} in
+'') ;;
+demo) need+=(fsmark) ;;
+bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
+*)
+	echo "deps: unknown set '$1' (use: demo, bench, or nothing)" >&2
+	exit 2
+	;;
+esac
+
+if ! command -v dpkg-query >/dev/null; then
+	echo "deps: not a Debian system; install the equivalents of: ${need[*]}" >&2
+	exit 0
 fi
 
 missing=()
 for p in "${need[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$p")
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -11,7 +11,7 @@ ALL_BINS    += $(CRASH_BINS)
 TEST_SUITES += tests/crash/run.sh
 
 TRIALS ?= 10
-crashtest: $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
+crashtest: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
 
 .PHONY: crashtest

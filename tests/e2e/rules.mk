@@ -84,6 +84,7 @@ $(E2E_DOMAIN_SUITES): $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2
 e2e: $(E2E_SUITES) $(LIB)
 	$(Q)bash tests/run.sh $(E2E_SUITES)
 
-ALL_BINS += $(E2E_TOOLS) $(E2E_PROGS) $(E2E_SUITES)
+ALL_BINS += $(E2E_TOOLS) $(E2E_PROGS)
+PKG_BINS += $(E2E_SUITES)
 TEST_SUITES += $(E2E_SUITES)
 .PHONY: e2e

@@ -1,8 +1,9 @@
 # The slow test disk: a FUSE daemon serving a loop device's backing file,
 # the probe its self-test drives, and the self-test itself (needs root).
 SLOWDISK_BINS := $(B)/tests/slowdisk/slowdiskd $(B)/tests/slowdisk/sdprobe
-FUSE3_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
-FUSE3_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# Asked on first use (see lazy in the Makefile): after the deps step.
+FUSE3_CFLAGS = $(call lazy,FUSE3_CFLAGS,pkg-config --cflags fuse3 2>/dev/null)
+FUSE3_LIBS   = $(call lazy,FUSE3_LIBS,pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
 $(B)/tests/slowdisk/slowdiskd: tests/slowdisk/slowdiskd.c
 	$(call msg,CCLD,$@)
@@ -15,5 +16,7 @@ $(B)/tests/slowdisk/sdprobe: tests/slowdisk/sdprobe.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $<
 
-ALL_BINS += $(SLOWDISK_BINS)
+# slowdiskd needs libfuse3: built by the targets that use it
+ALL_BINS += $(B)/tests/slowdisk/sdprobe
+PKG_BINS += $(B)/tests/slowdisk/slowdiskd
 TEST_SUITES += tests/slowdisk/selftest.sh
