@@ -139,11 +139,19 @@ static bool still_converted(int fd, uint64_t token)
  * filesystem-wide fallback covers them. Returns @n or -1 with errno. */
 ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
 {
-	int conv = (int)(uint32_t)token, saved = errno, r;
-	bool full = full_sync(conv);
+	int conv, saved = errno, r;
+	bool full;
 
-	if (n <= 0 || !conv)
+	if (n <= 0)
 		return n; /* the kernel syncs nothing for a failed or empty write */
+	/* A number with no entry before the write may name a converted
+	 * description by the time the bytes went in (another thread's close,
+	 * open and dup2 onto it): read the entry again, then treat the write
+	 * as made through whatever it names now. */
+	if (!(uint32_t)token && likely(!(uint32_t)(token = gc_fd_token(fd))))
+		return n;
+	conv = (int)(uint32_t)token;
+	full = full_sync(conv);
 	if (still_converted(fd, token)) {
 		r = sync_fd(fd, full);
 		if (still_converted(fd, token)) {
@@ -192,8 +200,6 @@ GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 		return syscall(SYS_write, fd, buf, len);
 	GC_COUNT(write);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.write(fd, buf, len);
 	return gc_sync_after_write(fd, gc_real.write(fd, buf, len), token);
 }
 
@@ -205,8 +211,6 @@ GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.pwrite(fd, buf, len, off);
 	return gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), token);
 }
 
@@ -218,8 +222,6 @@ GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite64);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.pwrite64(fd, buf, len, off);
 	return gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), token);
 }
 
@@ -231,8 +233,6 @@ GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return syscall(SYS_writev, fd, iov, cnt);
 	GC_COUNT(writev);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.writev(fd, iov, cnt);
 	return gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), token);
 }
 
@@ -244,8 +244,6 @@ GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.pwritev(fd, iov, cnt, off);
 	return gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), token);
 }
 
@@ -257,8 +255,6 @@ GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t of
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev64);
 	token = gc_fd_token(fd);
-	if (likely(!token))
-		return gc_real.pwritev64(fd, iov, cnt, off);
 	return gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), token);
 }
 
