@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -23,7 +24,7 @@
 #define DS_SAMPLES 16
 #define DS_HINTS 8
 #define DS_SEQ_TRIES 64
-#define DS_SPIN_TRIES 2000
+#define DS_LOCK_WAIT_NS (20 * GC_NSEC_PER_MSEC)
 #define DS_HIGH_FD 256		/* keep our one long-lived descriptor out of the way */
 #define DS_MAX_LAT_NS (60 * GC_NSEC_PER_SEC)
 
@@ -79,18 +80,37 @@ static void backoff(int i)
 		syscall(SYS_sched_yield);
 }
 
-/* A lock held for a few system calls at most. Bounded: after a while the
- * caller goes without (returns "unknown") rather than hang on a holder
- * that was stopped or cancelled. */
+/* A lock held for a few system calls, never across a cancellation point.
+ * The word is the holder's tid: a waiter takes over from a holder that no
+ * longer exists in this process (a fork child copied the lock held), and
+ * gives up after DS_LOCK_WAIT_NS, returning "unknown", rather than hang
+ * behind a holder stopped by a debugger. */
 static bool spin_lock(int *l)
 {
-	for (int i = 0; i < DS_SPIN_TRIES; i++) {
-		if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
-		    !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+	int self = (int)syscall(SYS_gettid), cur;
+	uint64_t start = 0, now;
+
+	for (int i = 0;; i++) {
+		cur = __atomic_load_n(l, __ATOMIC_RELAXED);
+		if (!cur && __atomic_compare_exchange_n(l, &cur, self, false, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED))
 			return true;
+		if (cur == self)
+			return false;	/* re-entered: a bug, never a deadlock */
+		if (i % 256 == 255) {
+			if (syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), cur, 0) != 0 &&
+			    errno == ESRCH &&
+			    __atomic_compare_exchange_n(l, &cur, self, false, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED))
+				return true;
+			now = gc_now_ns();
+			if (!start)
+				start = now;
+			else if (now - start > DS_LOCK_WAIT_NS)
+				return false;
+		}
 		backoff(i);
 	}
-	return false;
 }
 
 static void spin_unlock(int *l)
@@ -298,7 +318,7 @@ static uint64_t map_disk(uint64_t dev, int depth)
 	return dev;
 }
 
-uint64_t gc_devstats_disk(uint64_t st_dev)
+static uint64_t disk_of(uint64_t st_dev)
 {
 	uint64_t now = gc_now_ns(), disk;
 	struct ds_map *m;
@@ -482,8 +502,8 @@ static int blk_try(uint64_t disk, int hint, struct gc_blk_disk *out)
 	return BLK_ABSENT;
 }
 
-bool gc_devstats_read(uint64_t disk, struct gc_blk_disk *out, uint64_t now_ns,
-		      uint64_t *age_ns)
+static bool blk_read(uint64_t disk, struct gc_blk_disk *out, uint64_t now_ns,
+		     uint64_t *age_ns)
 {
 	struct gc_blk_disk tmp;
 	uint64_t hb, lim, age = UINT64_MAX;
@@ -512,6 +532,26 @@ bool gc_devstats_read(uint64_t disk, struct gc_blk_disk *out, uint64_t now_ns,
 		*age_ns = age;
 	if (ok)
 		*out = tmp;
+	return ok;
+}
+
+/* The public calls leave errno as they found it. */
+uint64_t gc_devstats_disk(uint64_t st_dev)
+{
+	int saved = errno;
+	uint64_t disk = disk_of(st_dev);
+
+	errno = saved;
+	return disk;
+}
+
+bool gc_devstats_read(uint64_t disk, struct gc_blk_disk *out, uint64_t now_ns,
+		      uint64_t *age_ns)
+{
+	int saved = errno;
+	bool ok = blk_read(disk, out, now_ns, age_ns);
+
+	errno = saved;
 	return ok;
 }
 
@@ -631,12 +671,14 @@ static bool diskstats_locked(uint64_t disk, uint64_t *flushes, uint64_t *flush_m
 
 bool gc_devstats_diskstats(uint64_t disk, uint64_t *flushes, uint64_t *flush_ms)
 {
-	bool found;
+	int saved = errno;
+	bool found = false;
 
-	if (!disk || !spin_lock(&g_ds.s_lock))
-		return false;
-	found = diskstats_locked(disk, flushes, flush_ms);
-	spin_unlock(&g_ds.s_lock);
+	if (disk && spin_lock(&g_ds.s_lock)) {
+		found = diskstats_locked(disk, flushes, flush_ms);
+		spin_unlock(&g_ds.s_lock);
+	}
+	errno = saved;
 	return found;
 }
 
@@ -697,12 +739,12 @@ static uint64_t diskstats_mean(uint64_t disk, uint64_t now_ns)
 
 uint64_t gc_devstats_flush_ns(uint64_t st_dev, uint64_t now_ns, const char **source)
 {
-	uint64_t disk = gc_devstats_disk(st_dev), ns;
+	int saved = errno;
+	uint64_t disk = disk_of(st_dev), ns = 0;
 	struct gc_blk_disk d;
 	const char *src = "none";
 
-	ns = 0;
-	if (disk && gc_devstats_read(disk, &d, now_ns, NULL)) {
+	if (disk && blk_read(disk, &d, now_ns, NULL)) {
 		ns = d.bd_op[GC_BLK_FLUSH].bo_p50_ns;
 		if (!ns)
 			ns = d.bd_op[GC_BLK_FLUSH].bo_ewma_ns;
@@ -715,15 +757,19 @@ uint64_t gc_devstats_flush_ns(uint64_t st_dev, uint64_t now_ns, const char **sou
 		src = "diskstats";
 	if (source)
 		*source = src;
+	errno = saved;
 	return ns;
 }
 
 bool gc_devstats_io(uint64_t st_dev, uint64_t now_ns, struct gc_devstats_io *out)
 {
-	uint64_t disk = gc_devstats_disk(st_dev);
+	int saved = errno;
+	uint64_t disk = disk_of(st_dev);
 	struct gc_blk_disk d;
+	bool ok = disk && blk_read(disk, &d, now_ns, NULL);
 
-	if (!disk || !gc_devstats_read(disk, &d, now_ns, NULL))
+	errno = saved;
+	if (!ok)
 		return false;
 	*out = (struct gc_devstats_io){
 		.io_disk = disk,
