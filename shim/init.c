@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/devstats.h"
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -42,19 +43,26 @@ static void env_warn(const char *line, void *ctx)
 	gc_log_line(line);
 }
 
+/* One set of fork handlers for the whole library: the journal's locks and
+ * the descriptor swap lock are held across fork, so the child starts with
+ * consistent tables; the child then owns the state (gc_sys_adopt). */
 static void atfork_prepare(void)
 {
 	gc_journal_atfork_prepare();
+	gc_fd_fork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	gc_fd_fork_parent();
 	gc_journal_atfork_parent();
 }
 
 static void atfork_child(void)
 {
 	gc_sys_adopt();
+	gc_fd_fork_child();
+	gc_devstats_atfork_child();
 	gc_journal_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */
 	gc_stats_reset();

@@ -796,25 +796,3 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	errno = saved;
 	return gc_real.fdopen(fd, mode);
 }
-
-static void fork_prepare(void)
-{
-	gc_fd_fork_prepare();
-}
-
-static void fork_parent(void)
-{
-	gc_fd_fork_parent();
-}
-
-static void fork_child(void)
-{
-	gc_fd_fork_child();
-}
-
-/* The swap lock and the spawn counters are per process: a fork child
- * starts with them free. */
-__attribute__((constructor)) static void open_atfork(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
