@@ -38,7 +38,7 @@ struct opts {
 	const char *stats;
 	unsigned interval_ms;
 	unsigned window_ms;
-	bool once, json, daemon, synthetic, verbose;
+	bool once, json, daemon, synthetic, verbose, raw_tp;
 	double run_s; /* 0: until a signal */
 };
 
@@ -122,6 +122,7 @@ static void usage(FILE *f)
 		"  --json             with --once: print it as JSON\n"
 		"  --duration S       exit after S seconds (tests)\n"
 		"  --synthetic        publish synthetic snapshots, no BPF (tests of readers)\n"
+		"  --raw-tp           use the raw_tp programs even where tp_btf loads (tests)\n"
 		"  --verbose          libbpf's messages\n"
 		"Exit status: 0, 1 on errors, %d when not permitted here.\n",
 		GC_BLK_PATH, EXIT_NOPERM);
@@ -151,13 +152,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "synthetic", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "raw-tp", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct opts){ .stats = GC_BLK_PATH, .interval_ms = 100, .window_ms = 1000 };
-	while ((c = getopt_long(argc, argv, "s:i:w:dojD:Svh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:i:w:dojD:SvRh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o->stats = optarg; break;
 		case 'i': o->interval_ms = parse_uint("--interval-ms", optarg, 0, 10000); break;
@@ -168,6 +170,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'D': o->run_s = parse_uint("--duration", optarg, 1, 86400); break;
 		case 'S': o->synthetic = true; break;
 		case 'v': o->verbose = true; break;
+		case 'R': o->raw_tp = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -290,7 +293,7 @@ static int dup_fd(int fd)
 /* Load, attach, then keep only what the loop needs: the maps' fds and the
  * links' fds (disconnected, so freeing the object leaves them attached).
  * The object, its ELF copy, BTF and instructions are freed. */
-static void load_and_attach(void)
+static void load_and_attach(bool force_raw_tp)
 {
 	struct gcd_bpf *skel;
 	struct bpf_link *links[2];
@@ -298,7 +301,7 @@ static void load_and_attach(void)
 
 	libbpf_set_print(print_libbpf);
 	g.has_q = issue_has_q();
-	g.tp_btf = probe_tp_btf();
+	g.tp_btf = !force_raw_tp && probe_tp_btf();
 	skel = gcd_bpf__open();
 	if (!skel)
 		die(1, "cannot open the BPF object: %s", strerror(errno));
@@ -766,7 +769,7 @@ int main(int argc, char **argv)
 		check_permitted();
 		if (!o.once)
 			shm = open_stats(o.stats);
-		load_and_attach();
+		load_and_attach(o.raw_tp);
 		drop_caps();
 	} else {
 		shm = open_stats(o.stats);

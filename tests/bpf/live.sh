@@ -12,7 +12,7 @@ GCD=build/gcd
 CAT=build/tests/bpf/blkcat
 STORM=build/examples/fsync_storm
 NAME=bpf-$$
-T=11
+T=13
 echo "1..$T"
 
 . tests/tap.sh
@@ -68,11 +68,13 @@ sleep 0.35
 hdr=$("$CAT" "$ST" 2>/dev/null | head -1)
 h2=$(tr ' ' '\n' <<<"$hdr" | sed -n 's/^heartbeat_ns=//p')
 modes="$(stat -c %a "$TMP/run/libgc") $(stat -c %a "$ST")"
+capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$GPID/status")
 if [ -n "$h1" ] && [ -n "$h2" ] && [ "$h2" -gt "$h1" ] && [ "$modes" = "755 644" ] &&
-	grep -q "pid=$GPID" <<<"$hdr"; then
-	ok "publishes $ST (modes $modes), heartbeat advances ($(( (h2 - h1) / 1000000 )) ms)"
+	grep -q "pid=$GPID" <<<"$hdr" && [ "$capeff" = 0000000000000000 ]; then
+	ok "publishes $ST (modes $modes), heartbeat advances ($(( (h2 - h1) / 1000000 )) ms), no capabilities left"
 else
-	not_ok "publishes the stats file" "modes=$modes h1=$h1 h2=$h2" "$hdr" "$(cat "$TMP/gcd.err")"
+	not_ok "publishes the stats file, drops capabilities" "modes=$modes h1=$h1 h2=$h2 CapEff=$capeff" \
+		"$hdr" "$(cat "$TMP/gcd.err")"
 fi
 
 # ---- 4: a second instance on the same file refuses, the first goes on ----
@@ -169,10 +171,39 @@ if [ $rc -eq 0 ] && jq -e --arg d "$LOOP" \
 else
 	not_ok "gcd --once --json" "rc=$rc" "$js"
 fi
+
+# ---- 10: the raw_tp twins see the same flushes ----
+"$STORM" -t 2 -D "$M" -d 2 -q >/dev/null &
+sp=$!
+js=$("$GCD" --once --json --raw-tp 2>&1)
+rc=$?
+wait $sp
+if [ $rc -eq 0 ] && jq -e --arg d "$LOOP" '.tp_btf == false and
+	([.disks[] | select(.name == $d) | .ops.flush.p50_ns] | .[0] > 3000000 and .[0] < 6000000)' \
+	<<<"$js" >/dev/null 2>&1; then
+	ok "gcd --raw-tp: $LOOP FLUSH p50 in 3-6 ms through raw_tp"
+else
+	not_ok "gcd --raw-tp" "rc=$rc" "$js"
+fi
 kill "$GPID"
 wait "$GPID" 2>/dev/null
 
-# ---- 10: synthetic snapshots published flat out are never torn ----
+# ---- 11: --daemon detaches, publishes under its own pid, stops on SIGTERM ----
+DS=$TMP/daemon/blk.stats
+"$GCD" --daemon --stats "$DS" --duration 20
+rc=$?
+for _ in $(seq 30); do "$CAT" "$DS" >/dev/null 2>&1 && break; sleep 0.1; done
+dpid=$("$CAT" "$DS" 2>/dev/null | head -1 | tr ' ' '\n' | sed -n 's/^pid=//p')
+if [ $rc -eq 0 ] && [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null &&
+	[ "$(ps -o ppid= -p "$dpid" | tr -d ' ')" = 1 ]; then
+	kill "$dpid"
+	ok "gcd --daemon: detached (pid $dpid, parent 1) and publishing"
+else
+	not_ok "gcd --daemon" "rc=$rc pid=$dpid"
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+fi
+
+# ---- 12: synthetic snapshots published flat out are never torn ----
 SY=$TMP/synth.stats
 "$GCD" --synthetic --interval-ms 0 --stats "$SY" --duration 10 &
 PIDS+=($!)
@@ -183,7 +214,7 @@ rc=$?
 kill $sy 2>/dev/null
 if [ $rc -eq 0 ]; then ok "synthetic, published flat out: $res"; else not_ok "synthetic hammer" "$res"; fi
 
-# ---- 11: real data at 1 ms: seq, heartbeat and counts never go back ----
+# ---- 13: real data at 1 ms: seq, heartbeat and counts never go back ----
 "$GCD" --stats "$ST" --interval-ms 1 --duration 10 &
 PIDS+=($!)
 gp=$!
