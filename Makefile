@@ -91,6 +91,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include tests/slowdisk/rules.mk
 -include tests/crash/rules.mk
 -include bench/rules.mk
+-include bpf/rules.mk
 
 bins: $(ALL_BINS)
 test-bins: $(ALL_BINS) $(PKG_BINS)
