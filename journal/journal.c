@@ -3,8 +3,6 @@
  * running transaction (txn.c), and collects its result. */
 #include "journal/journal.h"
 
-#include <sys/vfs.h>
-#include "core/fdtable.h"
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -13,9 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/devstats.h"
+#include "core/fdtable.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/sys.h"
@@ -23,12 +24,7 @@
 #include "journal/txn.h"
 #include "policy/policy.h"
 
-/* Waiters look for dead peers at least this often... */
-#define GC_REAP_MIN_NS (10 * GC_NSEC_PER_MSEC)
-#define GC_REAP_MAX_NS (200 * GC_NSEC_PER_MSEC)
-/* ...and give up on a live but silent owner after this long. */
-#define GC_GIVE_UP_MIN_NS (2 * GC_NSEC_PER_SEC)
-
+/* Lock order: gc_domains_lock, then a domain's j_lock (journal/txn.h). */
 struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 int gc_ndomains;
 pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -154,11 +150,37 @@ static struct gc_domain *domain_find(uint64_t dev)
 	return NULL;
 }
 
+/* What the device says, at most every GC_DEVICE_REFRESH_NS per domain:
+ * the observer's flush latency when gcd runs, else /proc/diskstats'. */
+static void device_refresh(struct gc_domain *d, uint64_t now)
+{
+	struct gc_policy_state *ps = &d->j_policy;
+	const char *src = "none";
+	uint64_t f;
+	uint32_t s;
+
+	if (gc_cfg.c_policy.pc_kind != GC_POL_ADAPTIVE || !gc_cfg.c_policy.pc_probe ||
+	    !gc_policy_device_claim(ps, now))
+		return;
+	f = gc_devstats_flush_ns(d->j_dev, now, &src);
+	s = !strcmp(src, "observer") ? GC_DEV_OBSERVER : !strcmp(src, "diskstats")
+			? GC_DEV_DISKSTATS : GC_DEV_NONE;
+	if (gc_policy_device(ps, f, s, now))
+		gc_log(GC_LOG_DEBUG, "device %llx: flush %llu us (from %s): %s",
+		       (unsigned long long)d->j_dev, (unsigned long long)(f / GC_NSEC_PER_USEC),
+		       gc_device_src_name(s),
+		       !f ? "unknown, the controller measures for itself"
+			  : f < GC_DEVICE_GROUP_NS ? "direct calls, no probes"
+						   : "grouped from the first commit, no probes");
+}
+
 /* Ends the controller's epoch when due, then: should this request be a
  * direct real call? */
 static bool domain_direct(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
+
+	device_refresh(d, now);
 
 	if (gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) && gc_domain_lock(d)) {
 		if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {

@@ -142,13 +142,73 @@ uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 	return n;
 }
 
+const char *gc_device_src_name(uint32_t src)
+{
+	static const char *const names[] = { "none", "observer", "diskstats" };
+
+	return src < GC_DEV_SRCS ? names[src] : "?";
+}
+
+uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now)
+{
+	uint64_t at = __atomic_load_n(&ps->ps_device_at_ns, __ATOMIC_RELAXED);
+	uint64_t f = __atomic_load_n(&ps->ps_device_flush_ns, __ATOMIC_RELAXED);
+
+	/* a refresh stamped in the future (a peer's clock, or scribbles)
+	 * is not fresh either */
+	if (!f || !at || at > now || now - at >= GC_DEVICE_FRESH_NS)
+		return 0;
+	return f;
+}
+
+bool gc_policy_device_claim(struct gc_policy_state *ps, uint64_t now)
+{
+	uint64_t at = __atomic_load_n(&ps->ps_device_at_ns, __ATOMIC_RELAXED);
+
+	if (at && at <= now && now - at < GC_DEVICE_REFRESH_NS)
+		return false;
+	/* claimed by moving the stamp: the flush value stays until the
+	 * claimer stores the new one */
+	return __atomic_compare_exchange_n(&ps->ps_device_at_ns, &at, now, false,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* -1 nothing known, 0 grouped, 1 direct */
+static int device_verdict(uint64_t flush_ns)
+{
+	return !flush_ns ? -1 : flush_ns < GC_DEVICE_GROUP_NS;
+}
+
+bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t src,
+		      uint64_t now)
+{
+	int was = device_verdict(gc_policy_device_flush(ps, now));
+
+	if (src >= GC_DEV_SRCS || !src)
+		flush_ns = 0, src = GC_DEV_NONE;
+	__atomic_store_n(&ps->ps_device_flush_ns, flush_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_device_src, src, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_device_at_ns, now, __ATOMIC_RELAXED);
+	/* While the device decides, the controller is idle; when it stops
+	 * deciding, the controller starts afresh with a first epoch rather
+	 * than judge counts gathered meanwhile. */
+	if (flush_ns)
+		__atomic_store_n(&ps->ps_ab_epoch_start, 0, __ATOMIC_RELAXED);
+	return device_verdict(flush_ns) != was;
+}
+
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now)
 {
+	uint64_t f;
+
 	if (pc->pc_kind == GC_POL_NONE)
 		return true;
-	if (pc->pc_kind != GC_POL_ADAPTIVE)
+	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
+	f = gc_policy_device_flush(ps, now);
+	if (f)
+		return f < GC_DEVICE_GROUP_NS;
 	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
 }
 
@@ -277,6 +337,8 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 
 	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
+	if (gc_policy_device_flush(ps, now))
+		return false; /* the device decides: nothing to probe */
 	if (!start)
 		return true; /* first request: open the first epoch */
 	if (now < start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED))
@@ -472,7 +534,7 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 					  const struct gc_txn_view *tv, uint64_t now)
 {
 	uint32_t active = gc_policy_active(ps, now);
-	uint64_t wait;
+	uint64_t wait, commit = ps->ps_commit_ns, dev = gc_policy_device_flush(ps, now);
 
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
@@ -483,17 +545,21 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	/* Wheeler (4): never wait when one thread does all the syncing. */
 	if (active <= 1)
 		return close_now(GC_CLOSE_LONE);
+	/* Before the first commit is timed, the device's flush latency is
+	 * the commit's best estimate (Bacik: wait about one commit). */
 	if (!ps->ps_commit_samples)
+		commit = dev;
+	if (!commit)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Wheeler (5): a device that commits faster than we can time a wait. */
-	if (ps->ps_commit_ns <= ps->ps_gran_ns)
+	if (commit <= ps->ps_gran_ns)
 		return close_now(GC_CLOSE_FAST);
 	/* Dilger: as many as are syncing; Bacik: no longer than a commit.
 	 * The wait counts from when the domain could first commit this
 	 * transaction: time spent behind another commit is not waiting, and
 	 * counting it lets a commit longer than the wait split the writers in
 	 * two halves that miss each other's transactions for good. */
-	wait = ps->ps_commit_ns * pc->pc_wait_pct / 100;
+	wait = commit * pc->pc_wait_pct / 100;
 	return wait_for_from(pc, tv, now,
 			     tv->tv_free_ns > tv->tv_start_ns ? tv->tv_free_ns : tv->tv_start_ns,
 			     wait, active);

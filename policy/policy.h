@@ -45,7 +45,10 @@ struct gc_policy_state {
 	uint32_t ps_commit_samples;
 	uint32_t ps_gran_samples;
 	uint64_t ps_gran_ns;		/* EWMA of timed-wait overshoot: the smallest wait we can express */
-	uint64_t ps_device_flush_ns;	/* device flush latency from the observer, 0 = unknown */
+	uint64_t ps_device_flush_ns;	/* device flush latency (gc_policy_device), 0 = unknown */
+	uint64_t ps_device_at_ns;	/* when it was last refreshed */
+	uint32_t ps_device_src;		/* enum gc_device_src of that refresh */
+	uint32_t ps_device_pad;
 	int32_t ps_last_sync_tid;	/* jbd2: last thread that stopped a sync handle */
 	uint32_t ps_recent_n;
 	struct {
@@ -125,6 +128,27 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
  * mode of the next epoch. Returns true if the mode changed. */
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now);
+
+/* What the device says. The block-layer observer's FLUSH latency (or the
+ * mean flush time /proc/diskstats shows) decides group-or-direct without
+ * probing, while fresh: a flush under GC_DEVICE_GROUP_NS means direct
+ * calls; a slower one means grouping from the first commit. Stale or
+ * unknown, the self-measuring controller (epochs) decides. */
+enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SRCS };
+#define GC_DEVICE_GROUP_NS (1000ULL * 1000ULL)	/* 1 ms */
+#define GC_DEVICE_FRESH_NS (1000ULL * 1000ULL * 1000ULL)
+#define GC_DEVICE_REFRESH_NS (100ULL * 1000ULL * 1000ULL)
+const char *gc_device_src_name(uint32_t src);
+/* Records a refresh at @now: @flush_ns from @src (0 / GC_DEV_NONE when no
+ * source knows the device). Lock-free. Returns true when the device's
+ * verdict (direct, grouped, or none) changed. */
+bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t src,
+		      uint64_t now);
+/* A refresh is due (at most every GC_DEVICE_REFRESH_NS): true for the one
+ * caller that claimed it, who then calls gc_policy_device. Lock-free. */
+bool gc_policy_device_claim(struct gc_policy_state *ps, uint64_t now);
+/* The device's flush latency when fresh at @now, else 0. */
+uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now);
 
 /* Distinct sync threads seen within the activity window ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);

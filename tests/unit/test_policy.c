@@ -1298,6 +1298,138 @@ Test(ab, probe_off_never_bypasses)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, T0 + 10 * SEC));
 }
 
+/* ---- the device decides ------------------------------------------------ */
+
+/* A flush the observer (or /proc/diskstats) measured under 1 ms: direct
+ * calls at once, and no epoch is ever opened to probe grouping. */
+Test(device, fast_flush_means_direct_without_probes)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	cr_expect(gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t), "verdict changed");
+	for (int i = 0; i < 30; i++, t += 10 * MS) {
+		if (gc_policy_device_claim(&ps, t))
+			gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
+		cr_expect(gc_policy_bypass(&ps, &pc, t), "direct at %d", i);
+		cr_expect_not(gc_policy_epoch_due(&ps, &pc, t), "a probe epoch at %d", i);
+		gc_policy_account(&ps, 1 + i % 4, t, t + 40 * US);
+	}
+	cr_expect_eq(ps.ps_ab_epoch_start, 0, "the controller never started");
+}
+
+/* A flush of 1 ms or more with two or more sync threads: grouped from the
+ * very first commit, which waits about one flush for the other threads. */
+Test(device, slow_flush_groups_from_the_first_commit)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_DISKSTATS, t);
+	cr_expect_not(gc_policy_bypass(&ps, &pc, t));
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, t), "no direct epoch first");
+	gc_policy_arrive(&ps, &pc, 1, t);
+	gc_policy_arrive(&ps, &pc, 2, t);
+	cr_assert_eq(ps.ps_commit_samples, 0);
+	expect_decision("first commit", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
+			4 * MS, 2);
+	/* a lone writer still never waits */
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
+	gc_policy_arrive(&ps, &pc, 1, t);
+	expect_decision("lone", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_LONE, t, 0, 0);
+}
+
+/* Once measured, the commit latency sizes the wait; the device's figure
+ * only stands in before the first commit. */
+Test(device, measured_commits_size_the_wait)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
+	commit(&ps, &pc, t, t, 6 * MS, 2, GC_CLOSE_COUNT);
+	gc_policy_arrive(&ps, &pc, 1, t);
+	gc_policy_arrive(&ps, &pc, 2, t);
+	expect_decision("measured", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
+			6 * MS, 2);
+}
+
+/* Stale (no refresh for a second) or unknown: the self-measuring
+ * controller decides, starting afresh with its first (direct) epoch. */
+Test(device, stale_or_unknown_falls_back_to_the_controller)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	ab_open(&ps, &pc, t);
+	cr_expect_neq(ps.ps_ab_epoch_start, 0);
+	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
+	cr_expect_eq(ps.ps_ab_epoch_start, 0, "the device idles the controller");
+	t += GC_DEVICE_FRESH_NS;
+	cr_expect_eq(gc_policy_device_flush(&ps, t), 0, "stale after a second");
+	cr_expect(gc_policy_epoch_due(&ps, &pc, t), "a first epoch opens");
+	ab_open(&ps, &pc, t);
+	cr_expect_eq(ps.ps_ab_epoch_start, t);
+	cr_expect(gc_policy_bypass(&ps, &pc, t), "the first epoch is direct");
+	/* unknown: no source at all */
+	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t) == false, "was none, is none");
+	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
+	cr_expect_eq(ps.ps_ab_epoch_start, t, "an unknown device leaves the controller be");
+	/* a stamp in the future is not fresh */
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t + SEC);
+	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
+	/* a source out of range counts as none */
+	gc_policy_device(&ps, 4 * MS, 77, t);
+	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
+}
+
+Test(device, refresh_is_claimed_once_per_interval)
+{
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	cr_expect(gc_policy_device_claim(&ps, t));
+	cr_expect_not(gc_policy_device_claim(&ps, t), "claimed already");
+	cr_expect_not(gc_policy_device_claim(&ps, t + GC_DEVICE_REFRESH_NS - 1));
+	cr_expect(gc_policy_device_claim(&ps, t + GC_DEVICE_REFRESH_NS));
+}
+
+Test(device, verdict_changes_are_reported)
+{
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	cr_expect(gc_policy_device(&ps, 50 * US, GC_DEV_OBSERVER, t), "none -> direct");
+	cr_expect_not(gc_policy_device(&ps, 70 * US, GC_DEV_OBSERVER, t + MS), "direct -> direct");
+	cr_expect(gc_policy_device(&ps, 1 * MS, GC_DEV_OBSERVER, t + 2 * MS), "direct -> grouped");
+	cr_expect_not(gc_policy_device(&ps, 9 * MS, GC_DEV_DISKSTATS, t + 3 * MS));
+	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t + 4 * MS), "grouped -> none");
+}
+
+/* Other policies and LIBGC_PROBE=0 ignore the device. */
+Test(device, only_adaptive_with_probing_listens)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE), fixed = cfg(GC_POL_FIXED);
+	struct gc_policy_state ps;
+
+	pc.pc_probe = false;
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, T0);
+	cr_expect_not(gc_policy_bypass(&ps, &pc, T0), "probe off: always grouped");
+	cr_expect_not(gc_policy_bypass(&ps, &fixed, T0));
+}
+
 /* ---- jbd2 ---------------------------------------------------------------- */
 
 struct jbd2_case {
