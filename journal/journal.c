@@ -273,7 +273,10 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		return direct_accounted(d, fd, datasync, start);
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
+	/* Files and directories: a directory's fsync commits the entries
+	 * made in it (create, rename), and many processes that fsync one
+	 * spool directory share that call under the same rule as a file's. */
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return gc_commit_direct(fd, datasync);
 	gc_fd_hint_dev(fd, (uint64_t)st.st_dev);
 	d = domain_get((uint64_t)st.st_dev, fd);
@@ -285,8 +288,9 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. A writeback error
 	 * seen here belongs to this request. */
-	if (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
-	    (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED))) {
+	if (S_ISREG(st.st_mode) &&
+	    (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
+	     (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED)))) {
 		gc_stat_inc(staged);
 		r = gc_sys_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER);

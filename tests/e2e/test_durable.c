@@ -5,6 +5,7 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tests/e2e/e2e.h"
 
@@ -393,4 +394,38 @@ Test(durable, eio_every_third_real_call)
 			cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s", what);
 			e2e_run_free(&r);
 		}
+}
+
+/* Directory fsyncs are grouped under the same rule as files: processes
+ * delivering into one spool (write, fsync the file, rename into new/,
+ * fsync new/) share real fsyncs of new/, and every acknowledged fsync of
+ * the directory is covered by a real one on it that started after it. */
+Test(durable, spool_directory_fsyncs_are_shared)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=3000",
+					   "SPY_DELAY_US=2000", NULL };
+	const char *argv[] = { e2e_prog("spool"), e2e_dir(), "6", "15", NULL };
+	char newdir[4096];
+	struct spy_summary s;
+	struct spy_log log;
+	struct e2e_run r;
+	struct stat st;
+	size_t req, real;
+
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, "spool");
+	e2e_expect_ok(&r, "spool");
+	cr_expect(strstr(r.out, "delivered=90"), "%s", r.out);
+	cr_expect_eq(s.s_violations, 0, "%zu requests reported durable without a covering real call",
+		     s.s_violations);
+	snprintf(newdir, sizeof(newdir), "%s/new", e2e_dir());
+	cr_assert_eq(stat(newdir, &st), 0);
+	cr_assert_eq(spy_load(e2e_spy_log(), &log), 0);
+	req = spy_count(&log, SPY_PROG, SPY_FSYNC, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	real = spy_count(&log, SPY_REAL, SPY_FSYNC, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	spy_free(&log);
+	cr_expect_eq(req, 90, "fsyncs of new/ seen: %zu", req);
+	cr_expect(real < req, "the directory's fsyncs were not shared: %zu real for %zu requests",
+		  real, req);
+	cr_log_info("spool: %zu fsyncs of new/, %zu real", req, real);
+	e2e_run_free(&r);
 }
