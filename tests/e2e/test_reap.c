@@ -41,17 +41,17 @@ static void teardown(void)
 
 TestSuite(reap, .init = setup, .fini = teardown, .timeout = 60);
 
-/* The parent and its _Fork child fsync a file each, together, 10 rounds,
- * through the shared segment with a window long enough (20 and 50 ms) for
- * the parent to look for dead peers while both wait in one transaction. */
-Test(reap, raw_fork_child_requests_stay_durable)
+/* The parent and a child fsync a file each, together, 10 rounds, through
+ * the shared segment with a window long enough (20 and 50 ms) for each to
+ * look for dead peers while both wait in one transaction. */
+static void pair_case(const char *mode, const char *name)
 {
 	static const char *const w20[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=20000",
 					   "LIBGC_MAX_WAIT_US=200000", "LIBGC_SHARE=user", NULL };
 	static const char *const w50[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000",
 					   "LIBGC_MAX_WAIT_US=200000", "LIBGC_SHARE=user", NULL };
 	static const char *const *const envs[] = { w20, w50 };
-	const char *argv[] = { e2e_prog("forkraw"), "-n", "10", e2e_dir(), NULL };
+	const char *argv[] = { e2e_prog("forkraw"), "-n", "10", e2e_dir(), mode, NULL };
 
 	if (!g_isolated)
 		cr_skip_test("needs root for a private /dev/shm: other processes of this user "
@@ -61,7 +61,7 @@ Test(reap, raw_fork_child_requests_stay_durable)
 		struct e2e_run r;
 		char what[96];
 
-		snprintf(what, sizeof(what), "forkraw (%s)", envs[i][1]);
+		snprintf(what, sizeof(what), "%s (%s)", name, envs[i][1]);
 		e2e_run_spied(&r, &s, PRE_SPY_GC, envs[i], 20, argv, what);
 		e2e_expect_ok(&r, what);
 		/* the first request, then 10 rounds of two */
@@ -76,4 +76,17 @@ Test(reap, raw_fork_child_requests_stay_durable)
 			    (int)strcspn(r.out, "\n"), r.out, s.s_prog, s.s_real);
 		e2e_run_free(&r);
 	}
+}
+
+/* The child is made with _Fork: its cached thread id is its parent's. */
+Test(reap, raw_fork_child_requests_stay_durable)
+{
+	pair_case(NULL, "_Fork child");
+}
+
+/* The child lives in a pid namespace of its own, sharing /dev/shm and the
+ * filesystem: the parent's pid names no process there. */
+Test(reap, peer_in_another_pid_namespace_requests_stay_durable)
+{
+	pair_case("-p", "child in a new pid namespace");
 }

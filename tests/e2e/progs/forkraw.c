@@ -1,12 +1,15 @@
-/* forkraw DIR [-n ROUNDS]: the parent and a child made with _Fork (no
+/* forkraw DIR [-n ROUNDS] [-p]: the parent and a child made with _Fork (no
  * atfork handlers run: whatever the library cached about its thread is
  * stale in the child) each fsync a file of their own, at the same time, in
  * rounds. Every request must still be durable on its own inode: the child
- * is alive, whatever its stale identity looks like to a peer. */
+ * is alive, whatever its stale identity looks like to a peer. With -p
+ * (root) the child is a plain fork in a new pid namespace instead: to it,
+ * the parent's pid names no process at all. */
 
 /* Prints "forkraw: rounds=N parent_errors=N child_status=S"; exits 1 when
  * a call failed or the child did not end cleanly. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +51,15 @@ static int sync_loop(const char *path, int rounds, int parent)
 
 int main(int argc, char **argv)
 {
-	int rounds = 10, c, st = 0, perr;
+	int rounds = 10, c, st = 0, perr, newns = 0;
 	char a[4096], b[4096];
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "n:")) != -1) {
+	while ((c = getopt(argc, argv, "n:p")) != -1) {
 		if (c == 'n')
 			rounds = atoi(optarg);
+		else if (c == 'p')
+			newns = 1;
 		else
 			return 2;
 	}
@@ -70,9 +75,23 @@ int main(int argc, char **argv)
 	if (sync_loop(a, 1, 1) != 0)
 		return 1;
 	__atomic_store_n(round_no, 0, __ATOMIC_RELEASE);
-	pid = _Fork();
+	pid = newns ? fork() : _Fork();
 	if (pid < 0)
 		return 1;
+	if (pid == 0 && newns) {
+		pid_t g;
+
+		if (unshare(CLONE_NEWPID) != 0) {
+			dprintf(2, "forkraw: unshare(CLONE_NEWPID): %s\n", strerror(errno));
+			_exit(3);
+		}
+		g = fork();
+		if (g == 0)
+			_exit(sync_loop(b, rounds, 0) ? 1 : 0);
+		if (g < 0 || waitpid(g, &st, 0) != g)
+			_exit(1);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+	}
 	if (pid == 0)
 		_exit(sync_loop(b, rounds, 0) ? 1 : 0);
 	perr = sync_loop(a, rounds, 1);
