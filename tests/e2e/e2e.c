@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -345,4 +347,19 @@ long e2e_out_long(const char *text, const char *key)
 		if (hit == text || hit[-1] == ' ' || hit[-1] == '\n')
 			return strtol(hit + strlen(needle), NULL, 10);
 	return -1;
+}
+
+bool e2e_private_shm(void)
+{
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0)
+		return false;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return false;
+	return mount("libgc-e2e-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+		     "mode=1777,size=32m") == 0;
+}
+
+void e2e_private_shm_end(void)
+{
+	umount2("/dev/shm", MNT_DETACH);
 }

@@ -40,6 +40,12 @@ const char *e2e_libgc(void);
 /* Fails the current test unless build/libgc.so exists. */
 void e2e_need_libgc(void);
 
+/* A tmpfs of the test's own over /dev/shm in a private mount namespace
+ * (root only; false elsewhere): the segments a suite plants, corrupts or
+ * locks are its own, and no other process of this user is disturbed. */
+bool e2e_private_shm(void);
+void e2e_private_shm_end(void);
+
 /* LD_PRELOAD value from space-separated names: gc, outer, inner, cheat, or a
  * path. NULL for none. */
 const char *e2e_preload(const char *stack);

@@ -22,26 +22,16 @@
  */
 static bool g_isolated;
 
-static bool private_shm(void)
-{
-	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0)
-		return false;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		return false;
-	return mount("libgc-e2e-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-		     "mode=1777,size=32m") == 0;
-}
-
 static void setup(void)
 {
 	e2e_setup();
-	g_isolated = private_shm();
+	g_isolated = e2e_private_shm();
 }
 
 static void teardown(void)
 {
 	if (g_isolated)
-		umount2("/dev/shm", MNT_DETACH);
+		e2e_private_shm_end();
 	e2e_teardown();
 }
 

@@ -31,22 +31,12 @@ static bool g_isolated;
 static dev_t g_dev;
 static char g_seg[128];
 
-static bool private_shm(void)
-{
-	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0)
-		return false;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		return false;
-	return mount("libgc-e2e-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-		     "mode=1777,size=32m") == 0;
-}
-
 static void setup(void)
 {
 	struct stat st;
 
 	e2e_setup();
-	g_isolated = private_shm();
+	g_isolated = e2e_private_shm();
 	cr_assert_eq(stat(e2e_dir(), &st), 0);
 	g_dev = st.st_dev;
 	gc_domain_path(g_seg, sizeof(g_seg), geteuid(), (uint64_t)g_dev);
@@ -57,7 +47,7 @@ static void teardown(void)
 	/* Whatever killed processes left (ours alone when isolated). */
 	if (g_isolated) {
 		unlink(g_seg);
-		umount2("/dev/shm", MNT_DETACH);
+		e2e_private_shm_end();
 	}
 	e2e_teardown();
 }
