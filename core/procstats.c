@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,8 @@ static void fill_identity(struct gc_ps_seg *s, int32_t pid)
 	__atomic_store_n(&s->ps_magic, GC_PS_MAGIC, __ATOMIC_RELEASE);
 }
 
+static __thread int ps_making __attribute__((tls_model("initial-exec")));
+
 void gc_ps_ensure(void)
 {
 	int st = PS_IDLE, fd, saved, tries;
@@ -165,8 +168,15 @@ void gc_ps_ensure(void)
 
 	if (__atomic_load_n(&ps_state, __ATOMIC_RELAXED) != PS_IDLE ||
 	    !__atomic_compare_exchange_n(&ps_state, &st, PS_MAKING, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
+					 __ATOMIC_RELAXED)) {
+		/* another thread is making it: a few system calls; wait, so
+		 * that this thread's counts land in it too (not the maker
+		 * itself, re-entered from a signal handler) */
+		while (!ps_making && __atomic_load_n(&ps_state, __ATOMIC_ACQUIRE) == PS_MAKING)
+			sched_yield();
 		return;
+	}
+	ps_making = 1;
 	saved = errno;
 	pid = (int32_t)syscall(SYS_getpid);
 	make_path(pid);
@@ -195,10 +205,12 @@ void gc_ps_ensure(void)
 	fill_identity(ps_seg, pid);
 	__atomic_store_n(&gc_stats_base, ps_seg->ps_shards, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_state, PS_READY, __ATOMIC_RELEASE);
+	ps_making = 0;
 	errno = saved;
 	return;
 fail:
 	__atomic_store_n(&ps_state, PS_FAILED, __ATOMIC_RELEASE);
+	ps_making = 0;
 	errno = saved;
 }
 
