@@ -9,3 +9,14 @@ $(B)/gcstat: tools/gcstat.c $(TOOLS_CORE)
 
 ALL_BINS += $(B)/gcstat
 TEST_SUITES += tests/tools/gcstat.sh
+
+VERSION ?= 0.1
+PREFIX ?= /usr/local
+$(B)/gcrun: tools/gcrun.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -DGC_VERSION='"$(VERSION)"' \
+		-DGC_LIBDIR='"$(PREFIX)/lib"' -DGC_SBINDIR='"$(PREFIX)/sbin"' -o $@ $<
+
+ALL_BINS += $(B)/gcrun
+TEST_SUITES += tests/tools/gcrun.sh
