@@ -130,9 +130,19 @@ tsan:
 	TSAN_OPTIONS=halt_on_error=1 bash tests/run.sh $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
 
 PREFIX ?= /usr/local
-install: $(LIB)
-	install -d $(DESTDIR)$(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
+# gcd, its unit and gcd(8) come with install-gcd when gcd can be built.
+install: $(LIB) $(B)/gcrun $(B)/gcstat
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgc.so
+	install -m 0755 $(B)/gcrun $(B)/gcstat $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 man/gcrun.1 man/gcstat.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/libgc.7 $(DESTDIR)$(MANDIR)/man7/
+install-gcd: install-gcd-man
+install-gcd-man:
+	install -d $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/gcd.8 $(DESTDIR)$(MANDIR)/man8/
 
 clean:
 	rm -rf build build-asan build-tsan
@@ -150,10 +160,11 @@ help:
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
 	@echo 'make tsan       the journal stress under ThreadSanitizer'
 	@echo 'make deps       install every package the targets use (scripts/deps.sh bench)'
-	@echo 'make install    the library into $$(PREFIX)/lib (PREFIX=/usr/local, DESTDIR)'
+	@echo 'make install    libgc.so, gcrun, gcstat, man pages, and gcd with its unit when built'
+	@echo '                (PREFIX=/usr/local, DESTDIR, MANDIR=$$(PREFIX)/share/man)'
 	@echo 'make clean      remove build, build-asan and build-tsan'
 	@echo 'make help       this list'
 	@echo 'V=1             show the commands'
 
-.PHONY: all bins test-bins test demo asan tsan install clean help deps
+.PHONY: all bins test-bins test demo asan tsan install install-gcd-man clean help deps
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -13,8 +13,6 @@ enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG, GC_LOG
 /* The exit report's form: a short summary, the key=value line, JSON. */
 enum gc_report_fmt { GC_REPORT_HUMAN, GC_REPORT_KV, GC_REPORT_JSON };
 
-#define GC_SCOPE_MAX 8
-
 struct gc_config {
 	bool c_disable;			/* LIBGC_DISABLE */
 	enum gc_osync_mode c_osync;	/* LIBGC_OSYNC */

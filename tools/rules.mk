@@ -20,3 +20,6 @@ $(B)/gcrun: tools/gcrun.c
 
 ALL_BINS += $(B)/gcrun
 TEST_SUITES += tests/tools/gcrun.sh
+# every tool has a man page, every LIBGC_* the code reads is in libgc(7),
+# and make install puts them where they belong
+TEST_SUITES += tests/tools/man.sh
