@@ -31,10 +31,10 @@ CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
-CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
+CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
 	      journal/domain.c journal/segment.c core/devstats.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
-	      journal/fork.c shim/real.c shim/init.c \
+	      journal/fork.c shim/real.c shim/init.c shim/report.c \
 	      shim/io.c shim/sync.c shim/open.c shim/exec.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
@@ -92,6 +92,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include tests/crash/rules.mk
 -include bench/rules.mk
 -include bpf/rules.mk
+-include tools/rules.mk
 
 bins: $(ALL_BINS)
 test-bins: $(ALL_BINS) $(PKG_BINS)
@@ -129,9 +130,19 @@ tsan:
 	TSAN_OPTIONS=halt_on_error=1 bash tests/run.sh $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
 
 PREFIX ?= /usr/local
-install: $(LIB)
-	install -d $(DESTDIR)$(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
+# gcd, its unit and gcd(8) come with install-gcd when gcd can be built.
+install: $(LIB) $(B)/gcrun $(B)/gcstat
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgc.so
+	install -m 0755 $(B)/gcrun $(B)/gcstat $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 man/gcrun.1 man/gcstat.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/libgc.7 $(DESTDIR)$(MANDIR)/man7/
+install-gcd: install-gcd-man
+install-gcd-man:
+	install -d $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/gcd.8 $(DESTDIR)$(MANDIR)/man8/
 
 clean:
 	rm -rf build build-asan build-tsan
@@ -149,11 +160,12 @@ help:
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
 	@echo 'make tsan       the journal stress under ThreadSanitizer'
 	@echo 'make deps       install every package the targets use (scripts/deps.sh bench)'
-	@echo 'make install    the library into $$(PREFIX)/lib, gcd and its unit when built (PREFIX=/usr/local, DESTDIR)'
+	@echo 'make install    libgc.so, gcrun, gcstat, man pages, and gcd with its unit when built'
+	@echo '                (PREFIX=/usr/local, DESTDIR, MANDIR=$$(PREFIX)/share/man)'
 	@echo 'make vmlinux    regenerate bpf/vmlinux.h from this kernel'"'"'s BTF'
 	@echo 'make clean      remove build, build-asan and build-tsan'
 	@echo 'make help       this list'
 	@echo 'V=1             show the commands'
 
-.PHONY: all bins test-bins test demo asan tsan install clean help deps
+.PHONY: all bins test-bins test demo asan tsan install install-gcd-man clean help deps
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -17,6 +17,7 @@ void gc_config_defaults(struct gc_config *c)
 	c->c_osync = GC_OSYNC_CONVERT;
 	c->c_stage = GC_STAGE_AUTO;
 	c->c_log = GC_LOG_WARN;
+	c->c_stats = true;
 	gc_policy_cfg_defaults(&c->c_policy);
 }
 
@@ -75,6 +76,56 @@ static void parse_uint(struct parse_ctx *p, const char *name, uint64_t lo,
 		return;
 	}
 	*out = x;
+}
+
+#define REPORT_FORM "0, 1, kv, json, all, or an absolute path (joined by commas: all,json,/tmp/gc.json)"
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* LIBGC_REPORT: comma-separated words; where (stderr or one absolute path),
+ * what form, and whether processes with no sync call report too. Nothing
+ * of it is kept unless all of it is good. */
+static void parse_report(struct parse_ctx *p, struct gc_config *c, const char *v)
+{
+	char buf[512], *tok, *save = NULL;
+	char where[sizeof(c->c_report)] = "-";
+	int fmt = -1;
+	bool all = false;
+
+	if (!*v || strlen(v) >= sizeof(buf)) {
+		reject(p, "LIBGC_REPORT", v, REPORT_FORM);
+		return;
+	}
+	strcpy(buf, v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "1") || !strcmp(tok, "human"))
+			fmt = GC_REPORT_HUMAN;
+		else if (!strcmp(tok, "kv"))
+			fmt = GC_REPORT_KV;
+		else if (!strcmp(tok, "json"))
+			fmt = GC_REPORT_JSON;
+		else if (!strcmp(tok, "all"))
+			all = true;
+		else if (tok[0] == '/' && strlen(tok) < sizeof(where))
+			strcpy(where, tok);
+		else
+			break;
+	}
+	if (tok || v[strlen(v) - 1] == ',' || v[0] == ',') {
+		reject(p, "LIBGC_REPORT", v, REPORT_FORM);
+		return;
+	}
+	if (fmt < 0)
+		fmt = strcmp(where, "-") ? (ends_with(where, ".json") ? GC_REPORT_JSON : GC_REPORT_KV)
+					 : GC_REPORT_HUMAN;
+	strcpy(c->c_report, where);
+	c->c_report_fmt = (enum gc_report_fmt)fmt;
+	c->c_report_all = all;
 }
 
 #define MAX_US 10000000ULL /* 10 s: anything longer is a typo, not a wait */
@@ -140,14 +191,16 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	}
 
 	v = get("LIBGC_REPORT", ctx);
-	if (v && strcmp(v, "0")) {
-		if (!strcmp(v, "1"))
-			strcpy(c->c_report, "-");
-		else if (v[0] != '/' || strlen(v) >= sizeof(c->c_report))
-			reject(&p, "LIBGC_REPORT", v,
-			       "0, 1 (stderr) or an absolute path shorter than 256 bytes");
+	if (v && strcmp(v, "0"))
+		parse_report(&p, c, v);
+	if ((i = parse_word(&p, "LIBGC_STATS", bools, 2, "0 or 1")) >= 0)
+		c->c_stats = i == 1;
+	v = get("LIBGC_STATS_DIR", ctx);
+	if (v) {
+		if (v[0] != '/' || strlen(v) >= sizeof(c->c_stats_dir))
+			reject(&p, "LIBGC_STATS_DIR", v, "an absolute path shorter than 200 bytes");
 		else
-			strcpy(c->c_report, v);
+			strcpy(c->c_stats_dir, v);
 	}
 	return p.bad;
 }

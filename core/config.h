@@ -10,6 +10,8 @@ enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
 enum gc_stage_mode { GC_STAGE_AUTO, GC_STAGE_ALWAYS, GC_STAGE_NEVER };
 enum gc_share_mode { GC_SHARE_USER, GC_SHARE_PROCESS };
 enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG, GC_LOG_TRACE };
+/* The exit report's form: a short summary, the key=value line, JSON. */
+enum gc_report_fmt { GC_REPORT_HUMAN, GC_REPORT_KV, GC_REPORT_JSON };
 
 struct gc_config {
 	bool c_disable;			/* LIBGC_DISABLE */
@@ -18,6 +20,11 @@ struct gc_config {
 	enum gc_share_mode c_share;	/* LIBGC_SHARE */
 	enum gc_log_level c_log;	/* LIBGC_LOG */
 	char c_report[256];		/* LIBGC_REPORT: "" off, "-" stderr, else a path */
+	enum gc_report_fmt c_report_fmt; /* LIBGC_REPORT: 1 human, kv, json; a path
+					  * ending in .json is JSON, any other kv */
+	bool c_report_all;		/* LIBGC_REPORT=all: processes with no sync call too */
+	bool c_stats;			/* LIBGC_STATS: the per-process stats segment */
+	char c_stats_dir[200];		/* LIBGC_STATS_DIR: "" is /dev/shm */
 	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */
 };
 

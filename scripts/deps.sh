@@ -8,7 +8,7 @@
 set -euo pipefail
 
 need=(build-essential pkg-config clang libcriterion-dev libfuse3-dev fuse3
-      libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace)
+      libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace tmux)
 case ${1:-} in
 '') ;;
 demo) need+=(fsmark) ;;

@@ -1,5 +1,5 @@
 /* Start-up and shut-down: resolve the real functions, read LIBGC_*, register
- * fork handlers, and write the exit report. Survives early callers (another
+ * fork handlers, and hand over to the exit report (report.c). Survives early callers (another
  * library's constructor) and recursive ones (dlsym calling back into us). */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
@@ -15,6 +15,7 @@
 #include "core/devstats.h"
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/procstats.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
@@ -26,12 +27,6 @@ uint64_t gc_sym_calls[GC_SYM_COUNT];
 static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
 static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
 struct gc_config gc_cfg;
-
-static const char *const gc_sym_names[GC_SYM_COUNT] = {
-#define SYM(ret, name, params) #name,
-#include "shim/syms.def"
-#undef SYM
-};
 
 static const char *env_get(const char *name, void *ctx)
 {
@@ -82,6 +77,9 @@ static void do_init(void)
 	gc_config_parse(&gc_cfg, env_get, env_warn, NULL);
 	gc_disabled = gc_cfg.c_disable;
 	gc_counting = gc_cfg.c_report[0] != '\0';
+	gc_report_setup();
+	gc_ps_configure(gc_cfg.c_stats && !gc_disabled,
+			gc_cfg.c_stats_dir[0] ? gc_cfg.c_stats_dir : NULL);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
 	       gc_policy_name(gc_cfg.c_policy.pc_kind),
@@ -106,40 +104,10 @@ __attribute__((constructor)) static void gc_constructor(void)
 	gc_init();
 }
 
-static void report(void)
-{
-	char line[4096];
-	int n, i, fd, saved = errno;
-
-	n = gc_stats_format(line, sizeof(line));
-	for (i = 0; i < GC_SYM_COUNT && n > 0 && (size_t)n < sizeof(line) - 64; i++)
-		if (gc_sym_calls[i])
-			n += snprintf(line + n, sizeof(line) - (size_t)n, " sym.%s=%llu",
-				      gc_sym_names[i], (unsigned long long)gc_sym_calls[i]);
-	if (n <= 0 || (size_t)n >= sizeof(line) - 1)
-		return;
-	line[n++] = '\n';
-	if (!strcmp(gc_cfg.c_report, "-")) {
-		syscall(SYS_write, 2, line, (size_t)n);
-	} else {
-		fd = (int)syscall(SYS_openat, AT_FDCWD, gc_cfg.c_report,
-				  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			syscall(SYS_write, fd, line, (size_t)n);
-			syscall(SYS_close, fd);
-		} else {
-			gc_log(GC_LOG_WARN, "cannot write report to %s: %s",
-			       gc_cfg.c_report, strerror(errno));
-		}
-	}
-	errno = saved;
-}
-
 __attribute__((destructor)) static void gc_destructor(void)
 {
 	if (!gc_ready)
 		return;
-	if (gc_cfg.c_report[0])
-		report();
+	gc_report_exit();
 	gc_journal_exit();
 }

@@ -31,6 +31,9 @@ extern uint64_t gc_sym_calls[GC_SYM_COUNT];
 /* Resolves and configures once; false while that is still in progress on
  * this thread (a recursive early call), which must then use the raw syscall. */
 bool gc_init_slow(void);
+/* The exit report (report.c): start-up, and exit (report, stats segment). */
+void gc_report_setup(void);
+void gc_report_exit(void);
 static inline bool gc_init(void)
 {
 	return likely(__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) || gc_init_slow();

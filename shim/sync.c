@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
@@ -16,10 +17,13 @@
 static int sync_common(int fd, bool datasync)
 {
 	int saved = errno, r;
+	uint64_t t0;
 
 	pthread_testcancel();
 	gc_depth++;
+	t0 = gc_now_ns();
 	r = gc_sync(fd, datasync, datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC);
+	gc_stats_request_end(gc_now_ns() - t0, r);
 	gc_depth--;
 	if (r < 0) {
 		errno = -r;

@@ -85,6 +85,11 @@ const char *e2e_tool(const char *name)
 	return xasprintf("%s/%s/tests/e2e/%s", g_root, E2E_BUILD, name);
 }
 
+const char *e2e_build_path(const char *name)
+{
+	return xasprintf("%s/%s/%s", g_root, E2E_BUILD, name);
+}
+
 const char *e2e_libgc(void)
 {
 	return xasprintf("%s/%s/libgc.so", g_root, E2E_BUILD);

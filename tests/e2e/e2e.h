@@ -37,6 +37,8 @@ const char *e2e_path(const char *name);
 const char *e2e_prog(const char *name);
 const char *e2e_tool(const char *name);
 const char *e2e_libgc(void);
+/* "<root>/<build>/<name>": the tools and examples. */
+const char *e2e_build_path(const char *name);
 /* Fails the current test unless build/libgc.so exists. */
 void e2e_need_libgc(void);
 

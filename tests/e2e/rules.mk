@@ -81,6 +81,9 @@ $(E2E_DOMAIN_SUITES): $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2
 		-MMD -MP -MF $@.d -o $@ $< tests/e2e/e2e.c tests/e2e/spycheck.c \
 		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o $(CRIT_LIBS) -lpthread
 
+# The report suite runs the example workload.
+$(E2E)/test_report: | $(LIB) $(B)/examples/fsync_storm
+
 e2e: $(E2E_SUITES) $(LIB)
 	$(Q)bash tests/run.sh $(E2E_SUITES)
 

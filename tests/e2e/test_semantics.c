@@ -234,7 +234,7 @@ Test(semantics, good_values_are_silent)
  * still completes durably. */
 Test(semantics, trace_logs_every_commit)
 {
-	static const char *const env[] = { "LIBGC_LOG=trace", "LIBGC_REPORT=1",
+	static const char *const env[] = { "LIBGC_LOG=trace", "LIBGC_REPORT=kv",
 					   "LIBGC_PROBE=0", NULL };
 	const char *argv[] = { e2e_prog("durable"), "-D", e2e_dir(), "-m", "fsync",
 			       "-f", "shared", "-t", "4", "-n", "25", NULL };

@@ -42,6 +42,9 @@ Test(symbols, every_interposed_symbol_is_reached_and_counted)
 		unsigned long long n;
 		char key[128];
 
+		/* a process ends once: test_report checks both exits */
+		if (!strcmp(syms[i], "_exit") || !strcmp(syms[i], "_Exit"))
+			continue;
 		snprintf(key, sizeof(key), "sym.%s", syms[i]);
 		cr_expect(e2e_report_get(text, r.pid, key, &n) && n >= 1,
 			  "%s was called by symcov but the report has no %s>=1:\n%s",
@@ -85,7 +88,7 @@ Test(symbols, report_counts_what_the_program_asked)
 
 Test(symbols, report_to_stderr_is_one_line)
 {
-	static const char *const env[] = { "LIBGC_REPORT=1", NULL };
+	static const char *const env[] = { "LIBGC_REPORT=kv", NULL };
 	const char *argv[] = { e2e_prog("symcov"), e2e_dir(), NULL };
 	unsigned long long n;
 	struct e2e_run r;

@@ -1,0 +1,374 @@
+/* The exit report (LIBGC_REPORT): what this process asked for and what
+ * reached the kernel, as a short summary, the key=value line or JSON, on
+ * stderr or appended to a file; from exit handlers and from _exit/_Exit,
+ * once. stderr is duplicated at start-up (close-on-exec, fd >= 256) because
+ * programs such as cp, dd and tar close fd 2 before exit handlers run. */
+#undef _FILE_OFFSET_BITS
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/procstats.h"
+#include "core/stats.h"
+#include "shim/shim.h"
+
+#define GC_REPORT_FD_MIN 256
+
+static const char *const sym_names[GC_SYM_COUNT] = {
+#define SYM(ret, name, params) #name,
+#include "shim/syms.def"
+#undef SYM
+};
+
+static int rep_fd = -1;		/* our duplicate of stderr */
+static dev_t rep_dev;		/* ... and what it was, to know it is still ours */
+static ino_t rep_ino;
+static int rep_done;
+
+static int raw_fcntl(int fd, int cmd, long arg)
+{
+	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+void gc_report_setup(void)
+{
+	struct stat st;
+	int fd;
+
+	rep_fd = -1;
+	rep_done = 0;
+	if (!gc_cfg.c_report[0] || fstat(2, &st) < 0)
+		return;
+	/* kept for a file report too: where to say that it could not be written */
+	fd = raw_fcntl(2, F_DUPFD_CLOEXEC, GC_REPORT_FD_MIN);
+	if (fd < 0)
+		return;
+	rep_fd = fd;
+	rep_dev = st.st_dev;
+	rep_ino = st.st_ino;
+}
+
+/* Our duplicate, if the program has not closed it and put something else
+ * at that number; else fd 2 if open; else -1. */
+static int stderr_fd(void)
+{
+	struct stat st;
+
+	if (rep_fd >= 0 && fstat(rep_fd, &st) == 0 && st.st_dev == rep_dev &&
+	    st.st_ino == rep_ino && (raw_fcntl(rep_fd, F_GETFD, 0) & FD_CLOEXEC))
+		return rep_fd;
+	rep_fd = -1;
+	return raw_fcntl(2, F_GETFD, 0) >= 0 ? 2 : -1;
+}
+
+static void put(int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t w = (ssize_t)syscall(SYS_write, fd, buf, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Appends to the report file: created 0644 (umask applies), never through
+ * a symlink another user planted (one of ours or root's is followed). */
+static int open_report_file(const char *path)
+{
+	int fl = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+	struct stat st;
+	int fd;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, fl | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno == ELOOP && lstat(path, &st) == 0 &&
+	    (st.st_uid == geteuid() || st.st_uid == 0))
+		fd = (int)syscall(SYS_openat, AT_FDCWD, path, fl, 0644);
+	return fd;
+}
+
+struct buf {
+	char *b;
+	size_t len, n;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (b->n >= b->len)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(b->b + b->n, b->len - b->n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		b->n = b->n + (size_t)w < b->len ? b->n + (size_t)w : b->len;
+}
+
+static void bjson_str(struct buf *b, const char *s)
+{
+	bprintf(b, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			bprintf(b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			bprintf(b, "\\u%04x", c);
+		else
+			bprintf(b, "%c", c);
+	}
+	bprintf(b, "\"");
+}
+
+static void comm_of(char *comm, size_t len)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? (ssize_t)syscall(SYS_read, fd, comm, len - 1) : -1;
+
+	if (fd >= 0)
+		syscall(SYS_close, fd);
+	if (n <= 0)
+		n = 0;
+	comm[n] = '\0';
+	if (n && comm[n - 1] == '\n')
+		comm[n - 1] = '\0';
+}
+
+/* "1.23 ms"-style duration */
+static const char *dur(char *out, size_t len, uint64_t ns)
+{
+	if (ns < 10000)
+		snprintf(out, len, "%llu us", (unsigned long long)(ns + 500) / 1000);
+	else if (ns < 10000000)
+		snprintf(out, len, "%.2f ms", (double)ns / 1e6);
+	else if (ns < 10000000000ULL)
+		snprintf(out, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(out, len, "%.1f s", (double)ns / 1e9);
+	return out;
+}
+
+static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
+		      uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs)
+{
+	uint64_t req = gc_stats_requests(s), real = s->real_fsync + s->real_fdatasync;
+	uint64_t other = req > s->direct + s->committed ? req - s->direct - s->committed : 0;
+	char d1[32], d2[32], d3[32];
+	int e, shown = 0;
+
+	bprintf(b, "libgc: pid %d (%s): %llu sync requests (fsync %llu, fdatasync %llu, O_SYNC writes %llu), %llu real syncs",
+		pid, comm, (unsigned long long)req, (unsigned long long)s->req_fsync,
+		(unsigned long long)s->req_fdatasync, (unsigned long long)s->req_osync,
+		(unsigned long long)real);
+	if (real)
+		bprintf(b, ": %.2f requests per real sync", (double)req / (double)real);
+	bprintf(b, "\n");
+	bprintf(b, "libgc: pid %d (%s): %llu direct, %llu served by a commit", pid, comm,
+		(unsigned long long)s->direct, (unsigned long long)s->committed);
+	if (other)
+		bprintf(b, ", %llu other (failed before a call, or not counted)",
+			(unsigned long long)other);
+	bprintf(b, "; %llu commits; waited %s in all", (unsigned long long)s->commits,
+		dur(d1, sizeof(d1), s->wait_ns));
+	if (gc_hist_total(h[GC_H_WAIT]))
+		bprintf(b, " (p50 %s, p99 %s)", dur(d2, sizeof(d2), gc_hist_pct(h[GC_H_WAIT], 50)),
+			dur(d3, sizeof(d3), gc_hist_pct(h[GC_H_WAIT], 99)));
+	if (s->pass_sync + s->pass_syncfs + s->pass_msync + s->pass_sync_file_range)
+		bprintf(b, "; passed through: sync %llu, syncfs %llu, msync %llu, sync_file_range %llu",
+			(unsigned long long)s->pass_sync, (unsigned long long)s->pass_syncfs,
+			(unsigned long long)s->pass_msync,
+			(unsigned long long)s->pass_sync_file_range);
+	if (!s->errors) {
+		bprintf(b, "; no errors\n");
+		return;
+	}
+	bprintf(b, "; %llu errors:", (unsigned long long)s->errors);
+	for (e = 1; e < GC_ERRNO_SLOTS; e++)
+		if (errs[e]) {
+			bprintf(b, "%s %s %llu", shown++ ? "," : "",
+				e < GC_ERRNO_SLOTS - 1 ? strerrorname_np(e) ?: "?" : "other",
+				(unsigned long long)errs[e]);
+		}
+	bprintf(b, "\n");
+}
+
+static void fmt_kv(struct buf *b)
+{
+	int n, i;
+
+	n = gc_stats_format(b->b, b->len);
+	b->n = n > 0 && (size_t)n < b->len ? (size_t)n : 0;
+	for (i = 0; i < GC_SYM_COUNT; i++)
+		if (gc_sym_calls[i])
+			bprintf(b, " sym.%s=%llu", sym_names[i],
+				(unsigned long long)gc_sym_calls[i]);
+	bprintf(b, "\n");
+}
+
+static void json_hist(struct buf *b, const char *name, const uint64_t *h)
+{
+	bprintf(b, ",\"%s\":{\"count\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu}", name,
+		(unsigned long long)gc_hist_total(h), (unsigned long long)gc_hist_pct(h, 50),
+		(unsigned long long)gc_hist_pct(h, 90), (unsigned long long)gc_hist_pct(h, 99));
+}
+
+static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
+		     uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs)
+{
+	const uint64_t *v = (const uint64_t *)s;
+	struct timespec ts;
+	size_t k;
+	int e, first = 1;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	bprintf(b, "{\"pid\":%d,\"ppid\":%d,\"uid\":%u,\"comm\":", pid, (int)getppid(),
+		(unsigned)getuid());
+	bjson_str(b, comm);
+	bprintf(b, ",\"time\":%lld.%03ld,\"requests\":%llu,\"real_syncs\":%llu",
+		(long long)ts.tv_sec, ts.tv_nsec / 1000000, (unsigned long long)gc_stats_requests(s),
+		(unsigned long long)(s->real_fsync + s->real_fdatasync));
+	bprintf(b, ",\"counters\":{");
+	for (k = 0; k < GC_STATS_NFIELDS; k++)
+		bprintf(b, "%s\"%s\":%llu", k ? "," : "", gc_stats_names[k],
+			(unsigned long long)v[k]);
+	bprintf(b, "}");
+	json_hist(b, "wait_ns", h[GC_H_WAIT]);
+	json_hist(b, "commit_ns", h[GC_H_COMMIT]);
+	json_hist(b, "batch", h[GC_H_BATCH]);
+	bprintf(b, ",\"errno\":{");
+	for (e = 1; e < GC_ERRNO_SLOTS; e++)
+		if (errs[e]) {
+			const char *name = e < GC_ERRNO_SLOTS - 1 ? strerrorname_np(e) : NULL;
+
+			if (name)
+				bprintf(b, "%s\"%s\":%llu", first ? "" : ",", name,
+					(unsigned long long)errs[e]);
+			else
+				bprintf(b, "%s\"%d\":%llu", first ? "" : ",", e,
+					(unsigned long long)errs[e]);
+			first = 0;
+		}
+	bprintf(b, "},\"sym\":{");
+	first = 1;
+	for (e = 0; e < GC_SYM_COUNT; e++)
+		if (gc_sym_calls[e]) {
+			bprintf(b, "%s\"%s\":%llu", first ? "" : ",", sym_names[e],
+				(unsigned long long)gc_sym_calls[e]);
+			first = 0;
+		}
+	bprintf(b, "}}\n");
+}
+
+/* Writes the report once per process; safe from exit handlers and from
+ * _exit (raw system calls, no lock, no allocation). */
+static void report(void)
+{
+	static char text[16384];
+	static struct gc_stats s;
+	static uint64_t hists[GC_H_COUNT][GC_HIST_BUCKETS];
+	static uint64_t errs[GC_ERRNO_SLOTS];
+	struct buf b = { .b = text, .len = sizeof(text) };
+	char comm[32];
+	int fd, pid = (int)syscall(SYS_getpid);
+
+	if (__atomic_exchange_n(&rep_done, 1, __ATOMIC_ACQ_REL))
+		return;
+	gc_stats_sum_all(&s, hists, errs);
+	if (!gc_cfg.c_report_all && !gc_stats_requests(&s) && !s.pass_sync &&
+	    !s.pass_syncfs && !s.pass_msync && !s.pass_sync_file_range)
+		return;
+	comm_of(comm, sizeof(comm));
+	switch (gc_cfg.c_report_fmt) {
+	case GC_REPORT_HUMAN:
+		fmt_human(&b, pid, comm, &s, hists, errs);
+		break;
+	case GC_REPORT_KV:
+		fmt_kv(&b);
+		break;
+	case GC_REPORT_JSON:
+		fmt_json(&b, pid, comm, &s, hists, errs);
+		break;
+	}
+	if (!b.n)
+		return;
+	if (b.b[b.n - 1] != '\n') /* cut short: keep it one record */
+		b.b[b.n - 1] = '\n';
+	if (!strcmp(gc_cfg.c_report, "-")) {
+		fd = stderr_fd();
+		if (fd >= 0)
+			put(fd, b.b, b.n);
+	} else if ((fd = open_report_file(gc_cfg.c_report)) >= 0) {
+		put(fd, b.b, b.n); /* one write: O_APPEND keeps records whole */
+		syscall(SYS_close, fd);
+	} else {
+		char line[400];
+		int e = errno, n, efd = stderr_fd();
+
+		n = snprintf(line, sizeof(line),
+			     "libgc: pid=%d: cannot append the report to %s (%s); here it is on stderr\n",
+			     pid, gc_cfg.c_report, strerror(e));
+		if (efd >= 0 && n > 0) {
+			put(efd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+			put(efd, b.b, b.n);
+		}
+	}
+}
+
+void gc_report_exit(void)
+{
+	int saved = errno;
+
+	if (gc_cfg.c_report[0])
+		report();
+	gc_ps_exit();
+	/* the duplicate is closed only while it is still ours */
+	if (rep_fd >= 0 && stderr_fd() == rep_fd) {
+		syscall(SYS_close, rep_fd);
+		rep_fd = -1;
+	}
+	errno = saved;
+}
+
+/* _exit and _Exit skip exit handlers: dash's `sh -c`, rsync's receiver and
+ * many fork children end this way. The report and the segment's removal
+ * run here too; a child made without fork's handlers (vfork) shares or
+ * copied its parent's state and only exits. */
+GC_EXPORT void _exit(int status)
+{
+	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
+		GC_COUNT(_exit);
+		if (gc_self())
+			gc_report_exit();
+	}
+	if (gc_real._exit)
+		gc_real._exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+GC_EXPORT void _Exit(int status)
+{
+	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
+		GC_COUNT(_Exit);
+		if (gc_self())
+			gc_report_exit();
+	}
+	if (gc_real._Exit)
+		gc_real._Exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}

@@ -1,0 +1,463 @@
+/* gcstat: a live view of every process under libgc (their stats segments,
+ * core/procstats.h) and, when gcd's stats file is fresh, of each disk
+ * (core/blkstats.h). A terminal gets a redrawn screen; a pipe a scrolling
+ * table; --json one snapshot. Segments of dead processes are removed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/blkstats.h"
+#include "core/procstats.h"
+
+#define MAXP 512
+
+struct proc {
+	char name[256];
+	struct gc_ps_snap now, prev;
+	int have_prev, seen;
+};
+
+static struct proc procs[MAXP];
+static int nprocs;
+static int opt_pid, opt_json, opt_count = -1, pruned;
+static double opt_interval = 1.0;
+static volatile sig_atomic_t stop;
+static uint64_t scan_ns, prev_scan_ns;	/* when the last two scans ran */
+
+static void on_sig(int s)
+{
+	stop = 1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gcstat [-p PID] [-i SECONDS] [-n COUNT] [--json]\n"
+		"A live view of the processes running under libgc and of the disks gcd observes.\n"
+		"  -p, --pid PID       only this process\n"
+		"  -i, --interval S    seconds between samples (default 1; 0 with --json: totals only)\n"
+		"  -n, --count N       stop after N samples\n"
+		"  -j, --json          one JSON snapshot (rates over one interval) and exit\n"
+		"  -h, --help          this text\n"
+		"Columns: requests/s, real syncs/s, mean batch (requests per real sync), time a\n"
+		"request waited in the library and a commit took (p50/p99 over the interval),\n"
+		"MB/s written through the interposed write calls, errors in the interval.\n"
+		"Segments: $LIBGC_STATS_DIR or /dev/shm; gcd's file: $LIBGC_BLK_STATS or %s.\n",
+		GC_BLK_PATH);
+}
+
+/* A segment whose process is gone (or whose pid now names another process)
+ * is removed; only segments of our pid namespace can be judged. */
+static bool stale(int32_t pid, uint64_t pidns, const char *path)
+{
+	struct gc_ps_snap s;
+	uint64_t st;
+
+	if (pidns != gc_ps_pidns())
+		return false;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	st = gc_ps_starttime(pid);
+	if (gc_ps_read(path, &s) == 0 && st && s.sn_starttime && s.sn_starttime != st)
+		return true;
+	return false;
+}
+
+static struct proc *find(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nprocs; i++)
+		if (!strcmp(procs[i].name, name))
+			return &procs[i];
+	if (nprocs == MAXP)
+		return NULL;
+	memset(&procs[nprocs], 0, sizeof(procs[0]));
+	snprintf(procs[nprocs].name, sizeof(procs[0].name), "%s", name);
+	return &procs[nprocs++];
+}
+
+static void scan(void)
+{
+	const char *dir = gc_ps_dir();
+	char path[4096];
+	struct dirent *de;
+	uint32_t uid;
+	uint64_t pidns;
+	int32_t pid;
+	DIR *d;
+	int i, j;
+
+	for (i = 0; i < nprocs; i++)
+		procs[i].seen = 0;
+	prev_scan_ns = scan_ns;
+	scan_ns = mono_ns();
+	d = opendir(dir);
+	if (d) {
+		while ((de = readdir(d))) {
+			struct proc *p;
+			struct gc_ps_snap snap;
+
+			if (!gc_ps_parse_name(de->d_name, &uid, &pidns, &pid))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (stale(pid, pidns, path)) {
+				if (unlink(path) == 0)
+					pruned++;
+				continue;
+			}
+			if (opt_pid && pid != opt_pid)
+				continue;
+			if (gc_ps_read(path, &snap) < 0 || snap.sn_pid != pid)
+				continue;
+			p = find(de->d_name);
+			if (!p)
+				continue;
+			if (p->seen || (p->now.sn_pid && p->now.sn_made_ns != snap.sn_made_ns)) {
+				p->have_prev = 0; /* a new image or process of that name */
+			} else if (p->now.sn_pid) {
+				p->prev = p->now;
+				p->have_prev = 1;
+			}
+			p->now = snap;
+			p->seen = 1;
+		}
+		closedir(d);
+	}
+	for (i = j = 0; i < nprocs; i++)
+		if (procs[i].seen)
+			procs[j++] = procs[i];
+	nprocs = j;
+}
+
+/* ---- gcd's file -------------------------------------------------------- */
+
+static bool read_blk(struct gc_blk_stats *out)
+{
+	const char *path = getenv("LIBGC_BLK_STATS");
+	struct gc_blk_stats *m;
+	uint64_t seq, now, age, fresh;
+	struct stat st;
+	int fd, tries;
+	bool ok = false;
+
+	fd = open(path && *path ? path : GC_BLK_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*m)) {
+		close(fd);
+		return false;
+	}
+	m = mmap(NULL, sizeof(*m), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	for (tries = 0; tries < 100 && !ok; tries++) {
+		seq = __atomic_load_n(&m->bs_seq, __ATOMIC_ACQUIRE);
+		if (seq & 1)
+			continue;
+		memcpy(out, m, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		ok = __atomic_load_n(&m->bs_seq, __ATOMIC_RELAXED) == seq;
+	}
+	munmap(m, sizeof(*m));
+	if (!ok || out->bs_magic != GC_BLK_MAGIC || out->bs_version != GC_BLK_VERSION ||
+	    out->bs_size != sizeof(*out) || out->bs_ndisks > GC_BLK_DISKS)
+		return false;
+	now = mono_ns();
+	age = now > out->bs_heartbeat_ns ? now - out->bs_heartbeat_ns : 0;
+	fresh = 3ULL * out->bs_interval_ms * 1000000ULL;
+	if (fresh < 500000000ULL)
+		fresh = 500000000ULL;
+	if (fresh > 10000000000ULL)
+		fresh = 10000000000ULL;
+	return age <= fresh;
+}
+
+/* ---- rendering --------------------------------------------------------- */
+
+struct row {
+	const struct proc *p;
+	double dt, req_s, real_s, batch, mb_s;
+	uint64_t req, real, errors;
+	uint64_t wait50, wait99, com50, com99;
+};
+
+static void delta_hist(const uint64_t *a, const uint64_t *b, uint64_t *out)
+{
+	int i;
+
+	for (i = 0; i < GC_HIST_BUCKETS; i++)
+		out[i] = b && b[i] <= a[i] ? a[i] - b[i] : a[i];
+}
+
+static void make_row(const struct proc *p, struct row *r)
+{
+	const struct gc_stats *a = &p->now.sn_s, *b = p->have_prev ? &p->prev.sn_s : NULL;
+	uint64_t h[GC_HIST_BUCKETS], req, real;
+
+	memset(r, 0, sizeof(*r));
+	r->p = p;
+	r->req = gc_stats_requests(a);
+	r->real = a->real_fsync + a->real_fdatasync;
+	r->errors = a->errors;
+	r->dt = prev_scan_ns ? (double)(scan_ns - prev_scan_ns) / 1e9 : 0;
+	req = r->req - (b ? gc_stats_requests(b) : 0);
+	real = r->real - (b ? b->real_fsync + b->real_fdatasync : 0);
+	if (b && r->dt > 0) {
+		r->req_s = (double)req / r->dt;
+		r->real_s = (double)real / r->dt;
+		r->mb_s = (double)(a->bytes_written - b->bytes_written) / r->dt / 1e6;
+		r->errors = a->errors - b->errors;
+	}
+	r->batch = real ? (double)req / (double)real : 0;
+	delta_hist(p->now.sn_hist[GC_H_WAIT], b ? p->prev.sn_hist[GC_H_WAIT] : NULL, h);
+	r->wait50 = gc_hist_pct(h, 50);
+	r->wait99 = gc_hist_pct(h, 99);
+	delta_hist(p->now.sn_hist[GC_H_COMMIT], b ? p->prev.sn_hist[GC_H_COMMIT] : NULL, h);
+	r->com50 = gc_hist_pct(h, 50);
+	r->com99 = gc_hist_pct(h, 99);
+}
+
+static const char *lat(char *buf, size_t len, uint64_t ns)
+{
+	if (!ns)
+		snprintf(buf, len, "-");
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.0fu", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.1fm", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+	return buf;
+}
+
+static void print_table(FILE *f, const struct gc_blk_stats *blk, bool have_blk)
+{
+	char a[16], b[16], c[16], d[16], e[16], g[16];
+	struct row r;
+	unsigned int i;
+	int k;
+
+	fprintf(f, "%7s %-16s %9s %9s %6s %7s %7s %7s %7s %7s %6s\n", "PID", "COMMAND", "REQ/s",
+		"REAL/s", "BATCH", "WAIT50", "WAIT99", "COMM50", "COMM99", "MB/s", "ERR");
+	for (k = 0; k < nprocs; k++) {
+		make_row(&procs[k], &r);
+		fprintf(f, "%7d %-16.16s %9.1f %9.1f %6.2f %7s %7s %7s %7s %7.2f %6" PRIu64 "\n",
+			(int)r.p->now.sn_pid, r.p->now.sn_comm, r.req_s, r.real_s, r.batch,
+			lat(a, sizeof(a), r.wait50), lat(b, sizeof(b), r.wait99),
+			lat(c, sizeof(c), r.com50), lat(d, sizeof(d), r.com99), r.mb_s, r.errors);
+	}
+	if (!nprocs)
+		fprintf(f, "        (no process under libgc%s)\n", opt_pid ? " with that pid" : "");
+	if (!have_blk)
+		return;
+	fprintf(f, "\n%-10s %7s %7s %7s %7s %7s %7s %8s %8s\n", "DISK", "FLUSH50", "FLUSH99",
+		"WRITE50", "WRITE99", "READ50", "READ99", "WMB/s", "RMB/s");
+	for (i = 0; i < blk->bs_ndisks; i++) {
+		const struct gc_blk_disk *dk = &blk->bs_disks[i];
+		char name[sizeof(dk->bd_name) + 1];
+
+		memcpy(name, dk->bd_name, sizeof(dk->bd_name));
+		name[sizeof(dk->bd_name)] = '\0';
+		fprintf(f, "%-10.10s %7s %7s %7s %7s %7s %7s %8.2f %8.2f\n", name,
+			lat(a, sizeof(a), dk->bd_op[GC_BLK_FLUSH].bo_p50_ns),
+			lat(b, sizeof(b), dk->bd_op[GC_BLK_FLUSH].bo_p99_ns),
+			lat(c, sizeof(c), dk->bd_op[GC_BLK_WRITE].bo_p50_ns),
+			lat(d, sizeof(d), dk->bd_op[GC_BLK_WRITE].bo_p99_ns),
+			lat(e, sizeof(e), dk->bd_op[GC_BLK_READ].bo_p50_ns),
+			lat(g, sizeof(g), dk->bd_op[GC_BLK_READ].bo_p99_ns),
+			(double)dk->bd_op[GC_BLK_WRITE].bo_bytes_per_s / 1e6,
+			(double)dk->bd_op[GC_BLK_READ].bo_bytes_per_s / 1e6);
+	}
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_json(const struct gc_blk_stats *blk, bool have_blk)
+{
+	struct timespec ts;
+	struct row r;
+	unsigned int i, o;
+	size_t f;
+	int k;
+	static const char *const ops[] = { "flush", "write", "read" };
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	printf("{\"time\":%lld.%03ld,\"interval_s\":%.3f,\"pruned\":%d,\"processes\":[",
+	       (long long)ts.tv_sec, ts.tv_nsec / 1000000, opt_interval, pruned);
+	for (k = 0; k < nprocs; k++) {
+		const struct gc_stats *s = &procs[k].now.sn_s;
+		const uint64_t *v = (const uint64_t *)s;
+
+		make_row(&procs[k], &r);
+		printf("%s{\"pid\":%d,\"uid\":%u,\"comm\":", k ? "," : "", (int)r.p->now.sn_pid,
+		       r.p->now.sn_uid);
+		json_str(r.p->now.sn_comm);
+		printf(",\"cmd\":");
+		json_str(r.p->now.sn_cmd);
+		printf(",\"requests\":%" PRIu64 ",\"real_syncs\":%" PRIu64
+		       ",\"requests_per_s\":%.2f,\"real_per_s\":%.2f,\"mean_batch\":%.3f"
+		       ",\"mb_per_s\":%.3f,\"errors_in_interval\":%" PRIu64
+		       ",\"wait_ns\":{\"p50\":%" PRIu64 ",\"p99\":%" PRIu64 "}"
+		       ",\"commit_ns\":{\"p50\":%" PRIu64 ",\"p99\":%" PRIu64 "},\"counters\":{",
+		       r.req, r.real, r.req_s, r.real_s, r.batch, r.mb_s, r.errors, r.wait50,
+		       r.wait99, r.com50, r.com99);
+		for (f = 0; f < GC_STATS_NFIELDS; f++)
+			printf("%s\"%s\":%" PRIu64, f ? "," : "", gc_stats_names[f], v[f]);
+		printf("}}");
+	}
+	printf("],\"disks\":[");
+	for (i = 0; have_blk && i < blk->bs_ndisks; i++) {
+		const struct gc_blk_disk *dk = &blk->bs_disks[i];
+		char name[sizeof(dk->bd_name) + 1];
+
+		memcpy(name, dk->bd_name, sizeof(dk->bd_name));
+		name[sizeof(dk->bd_name)] = '\0';
+		printf("%s{\"name\":", i ? "," : "");
+		json_str(name);
+		printf(",\"dev\":\"%u:%u\"", major(dk->bd_dev), minor(dk->bd_dev));
+		for (o = 0; o < GC_BLK_OPS; o++)
+			printf(",\"%s\":{\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
+			       ",\"bytes_per_s\":%" PRIu64 ",\"count\":%" PRIu64 "}",
+			       ops[o], dk->bd_op[o].bo_p50_ns, dk->bd_op[o].bo_p99_ns,
+			       dk->bd_op[o].bo_bytes_per_s, dk->bd_op[o].bo_count);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct gc_blk_stats blk;
+	bool tty = isatty(1), have_blk;
+	char *end;
+	int c, iter = 0;
+
+	while ((c = getopt_long(argc, argv, "p:i:n:jh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			opt_pid = (int)strtol(optarg, &end, 10);
+			if (*end || opt_pid <= 0) {
+				fprintf(stderr, "gcstat: -p wants a pid, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'i':
+			opt_interval = strtod(optarg, &end);
+			if (*end || opt_interval < 0 || opt_interval > 3600) {
+				fprintf(stderr, "gcstat: -i wants seconds (0-3600), not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			opt_count = (int)strtol(optarg, &end, 10);
+			if (*end || opt_count <= 0) {
+				fprintf(stderr, "gcstat: -n wants a count, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'j':
+			opt_json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!opt_json && opt_interval <= 0)
+		opt_interval = 1;
+	signal(SIGINT, on_sig);
+	signal(SIGTERM, on_sig);
+	signal(SIGPIPE, SIG_DFL);
+	scan();
+	if (opt_json) {
+		if (opt_interval > 0) {
+			struct timespec d = { (time_t)opt_interval,
+					      (long)((opt_interval - (time_t)opt_interval) * 1e9) };
+
+			nanosleep(&d, NULL);
+			scan();
+		}
+		have_blk = read_blk(&blk);
+		print_json(&blk, have_blk);
+		return 0;
+	}
+	for (;;) {
+		struct timespec d = { (time_t)opt_interval,
+				      (long)((opt_interval - (time_t)opt_interval) * 1e9) };
+
+		nanosleep(&d, NULL);
+		if (stop)
+			break;
+		scan();
+		have_blk = read_blk(&blk);
+		if (tty) {
+			printf("\033[H\033[2J");
+			printf("gcstat  every %.1f s  %d process%s under libgc%s   (q: ctrl-c)\n\n",
+			       opt_interval, nprocs, nprocs == 1 ? "" : "es",
+			       have_blk ? "" : "   (no fresh gcd stats: disks not shown)");
+		} else {
+			time_t t = time(NULL);
+			char when[32];
+
+			strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+			printf("-- %s\n", when);
+		}
+		print_table(stdout, &blk, have_blk);
+		fflush(stdout);
+		if (opt_count > 0 && ++iter >= opt_count)
+			break;
+		if (stop)
+			break;
+	}
+	return 0;
+}

@@ -1,0 +1,25 @@
+# The tools: gcstat (live view of the stats segments and gcd's file) and
+# gcrun (launcher). Plain C, built by plain `make`.
+TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o
+
+$(B)/gcstat: tools/gcstat.c $(TOOLS_CORE)
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< $(TOOLS_CORE)
+
+ALL_BINS += $(B)/gcstat
+TEST_SUITES += tests/tools/gcstat.sh
+
+VERSION ?= 0.1
+PREFIX ?= /usr/local
+$(B)/gcrun: tools/gcrun.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -DGC_VERSION='"$(VERSION)"' \
+		-DGC_LIBDIR='"$(PREFIX)/lib"' -DGC_SBINDIR='"$(PREFIX)/sbin"' -o $@ $<
+
+ALL_BINS += $(B)/gcrun
+TEST_SUITES += tests/tools/gcrun.sh
+# every tool has a man page, every LIBGC_* the code reads is in libgc(7),
+# and make install puts them where they belong
+TEST_SUITES += tests/tools/man.sh
