@@ -31,7 +31,7 @@ CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
-CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
+CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
 	      journal/domain.c journal/segment.c core/devstats.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
 	      journal/fork.c shim/real.c shim/init.c shim/report.c \

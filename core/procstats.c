@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/busguard.h"
+
 enum { PS_OFF, PS_IDLE, PS_MAKING, PS_READY, PS_FAILED };
 static int ps_state = PS_OFF;
 static struct gc_ps_seg *ps_seg;
@@ -200,6 +202,9 @@ void gc_ps_ensure(void)
 		unlink(ps_path);
 		goto fail;
 	}
+	/* another process of this user may cut the file short: counts then
+	 * go on into private zeroed memory instead of raising SIGBUS */
+	gc_bus_guard(m, sizeof(struct gc_ps_seg), NULL);
 	ps_seg = m;
 	ps_owner = pid;
 	fill_identity(ps_seg, pid);
@@ -233,8 +238,10 @@ void gc_ps_atfork_child(void)
 	__atomic_store_n(&gc_stats_base, gc_stats_private_shards(), __ATOMIC_RELEASE);
 	gc_stat_slot = 0;
 	ps_seg = NULL;
-	if (s)
+	if (s) {
+		gc_bus_unguard(s);
 		munmap(s, sizeof(*s));
+	}
 	if (st != PS_OFF)
 		__atomic_store_n(&ps_state, PS_IDLE, __ATOMIC_RELEASE);
 }
@@ -258,14 +265,17 @@ int gc_ps_read(const char *path, struct gc_ps_snap *out)
 	close(fd);
 	if (s == MAP_FAILED)
 		return -errno;
+	gc_bus_guard(s, sizeof(*s), NULL); /* its writer may cut it short */
 	memset(out, 0, sizeof(*out));
 	if (__atomic_load_n(&s->ps_magic, __ATOMIC_ACQUIRE) != GC_PS_MAGIC) {
+		gc_bus_unguard(s);
 		munmap(s, sizeof(*s));
 		return -EAGAIN;
 	}
 	if (s->ps_version != GC_PS_VERSION || s->ps_size != sizeof(*s) ||
 	    s->ps_nshards != GC_STAT_SHARDS || s->ps_nfields != GC_STATS_NFIELDS ||
 	    s->ps_nbuckets != GC_HIST_BUCKETS || s->ps_nerrnos != GC_ERRNO_SLOTS) {
+		gc_bus_unguard(s);
 		munmap(s, sizeof(*s));
 		return -EPROTO;
 	}
@@ -288,6 +298,7 @@ int gc_ps_read(const char *path, struct gc_ps_snap *out)
 	out->sn_cmd[sizeof(out->sn_cmd) - 1] = '\0';
 	gc_stats_sum_shards(s->ps_shards, GC_STAT_SHARDS, &out->sn_s, out->sn_hist,
 			    out->sn_errno);
+	gc_bus_unguard(s);
 	munmap(s, sizeof(*s));
 	return tries < 100 ? 0 : -EAGAIN;
 }

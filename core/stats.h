@@ -33,7 +33,7 @@
 	X(stalled)		/* commits given up on: a live participant went silent */ \
 	X(errors)		/* requests that failed (by errno: gc_stats_errno) */ \
 	X(osync_convert)	/* O_SYNC/O_DSYNC descriptors converted at open */ \
-	X(bytes_written)	/* bytes written through the interposed write family */ \
+	X(bytes_written)	/* bytes of writes made durable (O_SYNC/O_DSYNC, RWF_*SYNC) */ \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 
 struct gc_stats {

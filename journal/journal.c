@@ -310,6 +310,8 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		return gc_commit_direct(fd, datasync);
 	}
 	r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
+	if (owner || r != GC_ORPHAN)
+		gc_stats_handle_served(); /* served by a commit, counted here */
 	if (owner) {
 		r = h.h_own; /* its own real call, and its own pending error */
 	} else if (r == GC_ORPHAN) {

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/busguard.h"
 #include "core/clock.h"
 #include "core/sys.h"
 #include "policy/policy.h"
@@ -60,11 +61,6 @@ static bool poison_add(const struct gc_domain *d)
 			return false;
 	}
 	return false; /* full: every lock of it fails the check again anyway */
-}
-
-static void poison_quiet(const struct gc_domain *d)
-{
-	poison_add(d);
 }
 
 void gc_domain_poison(const struct gc_domain *d, const char *why)
@@ -115,106 +111,28 @@ int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 
 /* ---- a segment truncated under us ------------------------------------ */
 
-/* A peer can shrink the segment file at any moment; our next access to a
- * page past its end raises SIGBUS. The handler puts private zeroed memory
- * in place of that whole mapping and poisons it: the faulting access then
- * completes on memory no one else sees, where no transaction matches any
- * handle and no slot holds a sealed result, so every request in flight
- * falls back to its own real call, and the next lock refuses. A SIGBUS
- * that is not about a segment goes to whatever handler was there before. */
-#define GC_MAPS_MAX 64
-static struct gc_domain *gc_maps[GC_MAPS_MAX];
-#define GC_MAP_GONE ((struct gc_domain *)1)
-static struct sigaction gc_bus_old;
-static int gc_bus_installed;
-
-static void bus_handler(int sig, siginfo_t *si, void *uc)
+/* The SIGBUS guard (core/busguard.c) has put private zeroed memory in
+ * place of the mapping at @m: no transaction there matches any handle and
+ * no slot holds a sealed result, so every request in flight falls back to
+ * its own real call, and the poisoned mark makes the next lock refuse. */
+static void segment_gone(void *m)
 {
 	static const char msg[] =
 		"libgc: a shared segment was truncated under us; this process groups privately from now on\n";
-	char *a = si ? si->si_addr : NULL;
-	int i, e = errno;
 
-	for (i = 0; i < GC_MAPS_MAX; i++) {
-		char *m = (char *)__atomic_load_n(&gc_maps[i], __ATOMIC_ACQUIRE);
-
-		if (!m)
-			break;
-		if (m != (char *)GC_MAP_GONE && a >= m && a < m + sizeof(struct gc_domain)) {
-			mmap(m, sizeof(struct gc_domain), PROT_READ | PROT_WRITE,
-			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (!gc_domain_poisoned((struct gc_domain *)m)) {
-				poison_quiet((struct gc_domain *)m);
-				syscall(SYS_write, 2, msg, sizeof(msg) - 1);
-			}
-			errno = e;
-			return;
-		}
-	}
-	if ((gc_bus_old.sa_flags & SA_SIGINFO) && gc_bus_old.sa_sigaction) {
-		gc_bus_old.sa_sigaction(sig, si, uc);
-	} else if (gc_bus_old.sa_handler == SIG_DFL || gc_bus_old.sa_handler == SIG_IGN) {
-		/* the fault repeats on return and takes its default course */
-		signal(SIGBUS, SIG_DFL);
-	} else {
-		gc_bus_old.sa_handler(sig);
-	}
-	errno = e;
+	if (poison_add(m))
+		syscall(SYS_write, 2, msg, sizeof(msg) - 1);
 }
 
 bool gc_domain_is_segment(const struct gc_domain *d)
 {
-	int i;
-
-	for (i = 0; i < GC_MAPS_MAX; i++) {
-		const struct gc_domain *m = __atomic_load_n(&gc_maps[i], __ATOMIC_ACQUIRE);
-
-		if (!m)
-			return false;
-		if (m == d)
-			return true;
-	}
-	return false;
-}
-
-static void map_register(struct gc_domain *d)
-{
-	int i;
-
-	if (!__atomic_exchange_n(&gc_bus_installed, 1, __ATOMIC_ACQ_REL)) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = bus_handler;
-		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGBUS, &sa, &gc_bus_old);
-	}
-	for (i = 0; i < GC_MAPS_MAX; i++) {
-		struct gc_domain *p = NULL;
-
-		if (__atomic_compare_exchange_n(&gc_maps[i], &p, d, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE) || p == d)
-			return;
-		if (p == GC_MAP_GONE &&
-		    __atomic_compare_exchange_n(&gc_maps[i], &p, d, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return;
-	}
+	return gc_bus_guarded(d);
 }
 
 /* Before a mapping goes away: another one may come at that address. */
 static void map_drop(struct gc_domain *d)
 {
-	int i;
-
-	for (i = 0; i < GC_MAPS_MAX; i++) {
-		struct gc_domain *p = d;
-
-		if (__atomic_compare_exchange_n(&gc_maps[i], &p, GC_MAP_GONE, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			break;
-	}
+	gc_bus_unguard(d);
 	munmap(d, sizeof(*d));
 }
 
@@ -225,7 +143,7 @@ static void *map_fd(int fd)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	map_register(p);
+	gc_bus_guard(p, sizeof(struct gc_domain), segment_gone);
 	return p;
 }
 

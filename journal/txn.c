@@ -159,6 +159,7 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 		       (unsigned long long)((now - t->t_close_ns) / GC_NSEC_PER_USEC),
 		       t->t_detached ? " stalled" : "");
 	gc_stat_inc(commits);
+	gc_stats_commit_end(t->t_joined, now - t->t_close_ns);
 	gc_stat_add(batched, t->t_joined);
 	gc_stat_add(commit_ns, now - t->t_close_ns);
 	gc_stat_add(open_ns, t->t_close_ns - t->t_start_ns);

@@ -13,7 +13,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/fdtable.h"
+#include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
@@ -38,9 +40,12 @@ static int sync_fd(int fd, bool full)
 	if (gc_depth)
 		/* Nested or from a signal handler: no coordinator here. */
 		return gc_sync_direct(fd, !full, GC_FROM_OSYNC);
+	uint64_t t0 = gc_now_ns();
+
 	gc_depth++;
 	r = gc_sync(fd, !full, GC_FROM_OSYNC);
 	gc_depth--;
+	gc_stats_request_end(gc_now_ns() - t0, r);
 	return r;
 }
 
@@ -152,6 +157,9 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
 		return n;
 	conv = (int)(uint32_t)token;
 	full = full_sync(conv);
+	/* counted for synchronous writes only: a process that never syncs
+	 * makes no stats segment */
+	gc_stat_add(bytes_written, (uint64_t)n);
 	if (still_converted(fd, token)) {
 		r = sync_fd(fd, full);
 		if (still_converted(fd, token)) {

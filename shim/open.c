@@ -16,6 +16,7 @@
 
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/stats.h"
 #include "shim/shim.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -284,6 +285,8 @@ static void convert_fd(int fd, int sync_flags)
 		gc_fd_bind(fd, (uint64_t)st.st_ino);
 		if (syscall(SYS_dup3, c, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 			gc_fd_set(fd, 0);
+		else
+			gc_stat_inc(osync_convert);
 	}
 	syscall(SYS_close, c);
 out:

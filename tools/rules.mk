@@ -1,6 +1,6 @@
 # The tools: gcstat (live view of the stats segments and gcd's file) and
 # gcrun (launcher). Plain C, built by plain `make`.
-TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o
+TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o $(B)/core/busguard.o
 
 $(B)/gcstat: tools/gcstat.c $(TOOLS_CORE)
 	$(call msg,CCLD,$@)

@@ -72,14 +72,14 @@ $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
 E2E_DOMAIN_SUITES := $(E2E)/test_shared $(E2E)/test_hardening
 $(E2E_DOMAIN_SUITES): $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2e/e2e.h \
 		tests/e2e/spycheck.c tests/e2e/spy.h journal/domain.h policy/policy.h \
-		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o \
+		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o $(B)/core/busguard.o \
 		| $(E2E_PROGS) $(E2E_TOOLS) $(LIB) $(B)/examples/fsync_storm \
 		  $(B)/tests/slowdisk/slowdiskd
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(CRIT_CFLAGS) -DE2E_BUILD='"$(B)"' \
 		-MMD -MP -MF $@.d -o $@ $< tests/e2e/e2e.c tests/e2e/spycheck.c \
-		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o $(CRIT_LIBS) -lpthread
+		$(B)/journal/domain.o $(B)/journal/segment.o $(B)/policy/policy.o $(B)/core/sys.o $(B)/core/busguard.o $(CRIT_LIBS) -lpthread
 
 # The report suite runs the example workload.
 $(E2E)/test_report: | $(LIB) $(B)/examples/fsync_storm

@@ -4,6 +4,7 @@
  * the stats segment is gone after exit. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,5 +177,54 @@ Test(report, stats_segment_removed_at_exit)
 			left++;
 	closedir(d);
 	cr_expect_eq(left, 0, "segment of pid %d (_exit) left behind", r.pid);
+	e2e_run_free(&r);
+}
+
+/* Another process of the user cuts the processes' stats segments short
+ * while they count (and the shared domain segment with them): they go on,
+ * counting into private memory, and end cleanly, with no SIGBUS. */
+static volatile int g_cutting;
+
+static void *cutter(void *arg)
+{
+	(void)arg;
+	while (g_cutting) {
+		DIR *d = opendir("/dev/shm");
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char p[512];
+
+			if (strncmp(e->d_name, "libgc", 5))
+				continue;
+			snprintf(p, sizeof(p), "/dev/shm/%s", e->d_name);
+			truncate(p, 0);
+		}
+		if (d)
+			closedir(d);
+		usleep(2000);
+	}
+	return NULL;
+}
+
+Test(report, segments_cut_short_under_us)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
+	/* build/examples/fsync_storm, from build/tests/e2e/progs/ */
+	const char *argv[] = { e2e_prog("../../../examples/fsync_storm"), "-p", "3", "-f", "shared",
+			       "-D", e2e_dir(), "-d", "1", "-q", NULL };
+	struct e2e_run r;
+	pthread_t t;
+
+	if (!e2e_private_shm())
+		cr_skip_test("needs root for a /dev/shm of its own");
+	g_cutting = 1;
+	cr_assert_eq(pthread_create(&t, NULL, cutter, NULL), 0);
+	e2e_run(&r, PRE_GC, env, 30, argv);
+	g_cutting = 0;
+	pthread_join(t, NULL);
+	e2e_private_shm_end();
+	e2e_expect_ok(&r, "fsync_storm with its segments cut short");
+	cr_expect(strstr(r.out, "errors=0"), "%s", r.out);
 	e2e_run_free(&r);
 }
