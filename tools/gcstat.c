@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/blkstats.h"
+#include "core/clock.h"
 #include "core/procstats.h"
 
 #define MAXP 512
@@ -38,14 +39,6 @@ static uint64_t scan_ns, prev_scan_ns;	/* when the last two scans ran */
 static void on_sig(int s)
 {
 	stop = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void usage(FILE *f)
@@ -110,7 +103,7 @@ static void scan(void)
 	for (i = 0; i < nprocs; i++)
 		procs[i].seen = 0;
 	prev_scan_ns = scan_ns;
-	scan_ns = mono_ns();
+	scan_ns = gc_now_ns();
 	d = opendir(dir);
 	if (d) {
 		while ((de = readdir(d))) {
@@ -183,7 +176,7 @@ static bool read_blk(struct gc_blk_stats *out)
 	if (!ok || out->bs_magic != GC_BLK_MAGIC || out->bs_version != GC_BLK_VERSION ||
 	    out->bs_size != sizeof(*out) || out->bs_ndisks > GC_BLK_DISKS)
 		return false;
-	now = mono_ns();
+	now = gc_now_ns();
 	age = now > out->bs_heartbeat_ns ? now - out->bs_heartbeat_ns : 0;
 	fresh = 3ULL * out->bs_interval_ms * 1000000ULL;
 	if (fresh < 500000000ULL)
