@@ -32,6 +32,7 @@ CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || e
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/config.c core/fdtable.c core/stats.c core/log.c policy/policy.c \
+	      policy/dirty.c \
 	      journal/domain.c journal/segment.c core/devstats.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
 	      journal/fork.c shim/real.c shim/init.c \

@@ -4,6 +4,7 @@
 #define GC_CONFIG_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "policy/dirty.h"
 #include "policy/policy.h"
 
 enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
@@ -19,6 +20,7 @@ struct gc_config {
 	enum gc_log_level c_log;	/* LIBGC_LOG */
 	char c_report[256];		/* LIBGC_REPORT: "" off, "-" stderr, else a path */
 	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */
+	struct gc_dirty_cfg c_dirty;	/* LIBGC_DIRTY, LIBGC_DIRTY_TARGET_MS */
 };
 
 /* Returns the value of a variable or NULL. */
