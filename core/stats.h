@@ -25,6 +25,11 @@
 	X(open_ns)		/* summed time transactions stayed open */         \
 	X(bypass)		/* requests sent direct by the bypass rule */      \
 	X(stalled)		/* commits given up on: a live participant went silent */ \
+	X(dirty_started)	/* dirty limiter: writeback started (windows) */ \
+	X(dirty_waits)		/* ... waits for a writer's oldest range */        \
+	X(dirty_wait_ns)	/* ... their summed time */                        \
+	X(dirty_kept)		/* ... writeback errors those waits consumed, kept */ \
+	X(dirty_returned)	/* ... kept errors returned by fsync/fdatasync */  \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 
 struct gc_stats {
