@@ -9,18 +9,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/dirty.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
 static int sync_common(int fd, bool datasync)
 {
-	int saved = errno, r;
+	int saved = errno, r, e;
 
 	pthread_testcancel();
+	/* dirty limiter: a writeback error its wait consumed is this call's */
+	e = gc_dirty_take_error(fd);
 	gc_depth++;
 	r = gc_sync(fd, datasync, datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC);
 	gc_depth--;
+	if (e < 0)
+		r = e;
 	if (r < 0) {
 		errno = -r;
 		return -1;
