@@ -146,6 +146,7 @@ help:
 	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
 	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
 	@echo 'make bench-ab   bare vs libgc on this disk, paired (ABBA and concurrent), for small gaps'
+	@echo 'make bench-dirty a cold-file reader vs one streaming writer, bare and libgc, with and without gcd (~3 min, root)'
 	@echo 'make crashtest  TRIALS=N [SEED=S] power-cut trials with a summary table'
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
 	@echo 'make tsan       the journal stress under ThreadSanitizer'
