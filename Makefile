@@ -32,6 +32,7 @@ CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || e
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
+	      policy/dirty.c core/dirty.c \
 	      journal/domain.c journal/segment.c core/devstats.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
 	      journal/fork.c shim/real.c shim/init.c shim/report.c \
@@ -102,7 +103,7 @@ test-bins: $(ALL_BINS) $(PKG_BINS)
 # program in PKG_BINS; plain `make` never runs it.  The flags of those
 # packages are asked for on first use in a recipe, so after this step.
 # `make demo` adds fs_mark, `make bench` and `make deps` the benchmark tools.
-deps_set := $(if $(filter bench deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
+deps_set := $(if $(filter bench bench-dirty deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
 deps:
 	$(Q)bash scripts/deps.sh $(deps_set)$(demo_deps_ok)
 $(PKG_BINS): | deps
@@ -156,6 +157,7 @@ help:
 	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
 	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
 	@echo 'make bench-ab   bare vs libgc on this disk, paired (ABBA and concurrent), for small gaps'
+	@echo 'make bench-dirty a cold-file reader vs one streaming writer, bare and libgc, with and without gcd (~3 min, root)'
 	@echo 'make crashtest  TRIALS=N [SEED=S] power-cut trials with a summary table'
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
 	@echo 'make tsan       the journal stress under ThreadSanitizer'

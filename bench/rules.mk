@@ -24,3 +24,21 @@ bench-ab: all
 	$(Q)bash bench/ab.sh
 
 .PHONY: bench-ab
+
+# `make bench-dirty`: a reader of cold small files while one writer streams,
+# bare and under libgc, with and without gcd; see bench/dirty.sh.
+DIRTY_BENCH_BINS := $(B)/bench/coldread $(B)/bench/streamw
+$(B)/bench/coldread: bench/coldread.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $<
+$(B)/bench/streamw: bench/streamw.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $<
+ALL_BINS += $(DIRTY_BENCH_BINS)
+
+bench-dirty: deps all $(B)/tests/slowdisk/slowdiskd
+	$(Q)bash bench/dirty.sh
+
+.PHONY: bench-dirty

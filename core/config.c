@@ -19,6 +19,7 @@ void gc_config_defaults(struct gc_config *c)
 	c->c_log = GC_LOG_WARN;
 	c->c_stats = true;
 	gc_policy_cfg_defaults(&c->c_policy);
+	gc_dirty_cfg_defaults(&c->c_dirty);
 }
 
 struct parse_ctx {
@@ -189,6 +190,28 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		pc->pc_min_wait_ns = 0;
 		p.bad++;
 	}
+
+	v = get("LIBGC_DIRTY", ctx);
+	if (v) {
+		uint64_t sz;
+
+		if (!strcmp(v, "auto"))
+			c->c_dirty.dc_mode = GC_DIRTY_AUTO;
+		else if (!strcmp(v, "off"))
+			c->c_dirty.dc_mode = GC_DIRTY_OFF;
+		else if (gc_dirty_parse_size(v, &sz) && sz >= GC_DIRTY_FIXED_MIN &&
+			 sz <= GC_DIRTY_FIXED_MAX) {
+			c->c_dirty.dc_mode = GC_DIRTY_FIXED;
+			c->c_dirty.dc_window = sz;
+		} else {
+			reject(&p, "LIBGC_DIRTY", v,
+			       "auto, off or a size from 4k to 1g (digits, optional k, m or g)");
+		}
+	}
+	us = c->c_dirty.dc_target_ns / GC_NSEC_PER_MSEC;
+	parse_uint(&p, "LIBGC_DIRTY_TARGET_MS", GC_DIRTY_TARGET_MIN_MS, GC_DIRTY_TARGET_MAX_MS,
+		   &us);
+	c->c_dirty.dc_target_ns = us * GC_NSEC_PER_MSEC;
 
 	v = get("LIBGC_REPORT", ctx);
 	if (v && strcmp(v, "0"))

@@ -4,6 +4,7 @@
 #define GC_CONFIG_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "policy/dirty.h"
 #include "policy/policy.h"
 
 enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
@@ -26,6 +27,7 @@ struct gc_config {
 	bool c_stats;			/* LIBGC_STATS: the per-process stats segment */
 	char c_stats_dir[200];		/* LIBGC_STATS_DIR: "" is /dev/shm */
 	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */
+	struct gc_dirty_cfg c_dirty;	/* LIBGC_DIRTY, LIBGC_DIRTY_TARGET_MS */
 };
 
 /* Returns the value of a variable or NULL. */

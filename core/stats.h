@@ -34,6 +34,11 @@
 	X(errors)		/* requests that failed (by errno: gc_stats_errno) */ \
 	X(osync_convert)	/* O_SYNC/O_DSYNC descriptors converted at open */ \
 	X(bytes_written)	/* bytes of writes made durable (O_SYNC/O_DSYNC, RWF_*SYNC) */ \
+	X(dirty_started)	/* dirty limiter: writeback started (windows) */ \
+	X(dirty_waits)		/* ... waits for a writer's oldest range */        \
+	X(dirty_wait_ns)	/* ... their summed time */                        \
+	X(dirty_kept)		/* ... writeback errors those waits consumed, kept */ \
+	X(dirty_returned)	/* ... kept errors returned by fsync/fdatasync */  \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 
 struct gc_stats {

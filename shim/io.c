@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/dirty.h"
 #include "core/fdtable.h"
 #include "core/stats.h"
 #include "journal/journal.h"
@@ -25,6 +26,7 @@
 #ifndef RWF_SYNC
 #define RWF_SYNC 0x00000004
 #endif
+#define RWF_APPEND_ 0x00000010
 
 static inline bool full_sync(int flags)
 {
@@ -35,18 +37,35 @@ static inline bool full_sync(int flags)
  * 0 or -errno. */
 static int sync_fd(int fd, bool full)
 {
-	int r;
+	/* A writeback error the dirty limiter's wait consumed on this file is
+	 * this sync's, as the kernel would have reported it here. */
+	int e = gc_dirty_take_error(fd), r;
 
-	if (gc_depth)
+	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
-		return gc_sync_direct(fd, !full, GC_FROM_OSYNC);
-	uint64_t t0 = gc_now_ns();
+		r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
+	} else {
+		uint64_t t0 = gc_now_ns();
 
-	gc_depth++;
-	r = gc_sync(fd, !full, GC_FROM_OSYNC);
-	gc_depth--;
-	gc_stats_request_end(gc_now_ns() - t0, r);
-	return r;
+		gc_depth++;
+		r = gc_sync(fd, !full, GC_FROM_OSYNC);
+		gc_depth--;
+		gc_stats_request_end(gc_now_ns() - t0, r);
+	}
+	return e < 0 ? e : r;
+}
+
+/* The dirty limiter (core/dirty.h): a buffered write of @n bytes through a
+ * descriptor without a conversion entry (@token, read before the call) is
+ * counted; past a window its writeback starts, and past the device's limit
+ * the writer waits for its oldest range. Atomics only, unless a window is
+ * crossed. @off is the offset of a positioned write, -1 for the position. */
+static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token)
+{
+	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled) &&
+	    likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
+		gc_dirty_wrote(fd, off, (uint64_t)n);
+	return n;
 }
 
 /* mountinfo: "36 35 98:0 /root /mount/point opts ... - type source opts".
@@ -208,7 +227,7 @@ GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 		return syscall(SYS_write, fd, buf, len);
 	GC_COUNT(write);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.write(fd, buf, len), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_real.write(fd, buf, len), token), token);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -219,7 +238,7 @@ GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), token), token);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
@@ -230,7 +249,7 @@ GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite64);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), token), token);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -241,7 +260,7 @@ GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return syscall(SYS_writev, fd, iov, cnt);
 	GC_COUNT(writev);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), token), token);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -252,7 +271,7 @@ GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), token), token);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
@@ -263,7 +282,7 @@ GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t of
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev64);
 	token = gc_fd_token(fd);
-	return gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), token), token);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -288,7 +307,10 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 
 	if (!real)
 		real = raw_pwritev2;
-	if (likely(!want) || gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
+	if (likely(!want))
+		return dirty_after(fd, (flags & RWF_APPEND_) || off < 0 ? -1 : off,
+				   real(fd, iov, cnt, off, flags), token);
+	if (gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
 		return real(fd, iov, cnt, off, flags);
 	if (!conv) {
 		int saved = errno;

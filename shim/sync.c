@@ -10,21 +10,26 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/dirty.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
 static int sync_common(int fd, bool datasync)
 {
-	int saved = errno, r;
+	int saved = errno, r, e;
 	uint64_t t0;
 
 	pthread_testcancel();
+	/* dirty limiter: a writeback error its wait consumed is this call's */
+	e = gc_dirty_take_error(fd);
 	gc_depth++;
 	t0 = gc_now_ns();
 	r = gc_sync(fd, datasync, datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC);
 	gc_stats_request_end(gc_now_ns() - t0, r);
 	gc_depth--;
+	if (e < 0)
+		r = e;
 	if (r < 0) {
 		errno = -r;
 		return -1;

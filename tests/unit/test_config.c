@@ -107,6 +107,8 @@ Test(config, defaults)
 	cr_expect_eq(c.c_policy.pc_wait_ns, 1000 * US);
 	cr_expect_eq(c.c_policy.pc_siblings, 5, "PostgreSQL commit_siblings");
 	cr_expect(c.c_policy.pc_probe, "the group-or-direct controller is on");
+	cr_expect_eq(c.c_dirty.dc_mode, GC_DIRTY_AUTO, "the dirty limiter is on");
+	cr_expect_eq(c.c_dirty.dc_target_ns, 100 * MS);
 	expect_default_config(&c, "empty environment");
 }
 
@@ -118,6 +120,7 @@ Test(config, reads_the_lookup_only)
 		"LIBGC_DISABLE",     "LIBGC_PROBE",	  "LIBGC_POLICY",  "LIBGC_OSYNC",
 		"LIBGC_STAGE",	     "LIBGC_LOG",	  "LIBGC_MAX_WAIT_US", "LIBGC_MIN_WAIT_US",
 		"LIBGC_WAIT_US",     "LIBGC_WAIT_PCT",	  "LIBGC_SIBLINGS", "LIBGC_REPORT",
+		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS",
 	};
 	struct harness h = { 0 };
 	struct gc_config c;
@@ -145,6 +148,7 @@ Test(config, reads_the_lookup_only)
 enum field {
 	F_DISABLE, F_PROBE, F_POLICY, F_OSYNC, F_STAGE, F_LOG,
 	F_MAX_WAIT, F_MIN_WAIT, F_WAIT, F_PCT, F_SIBLINGS,
+	F_DIRTY_MODE, F_DIRTY_SIZE, F_DIRTY_TARGET,
 };
 
 static void set_field(struct gc_config *c, enum field f, uint64_t v)
@@ -163,6 +167,12 @@ static void set_field(struct gc_config *c, enum field f, uint64_t v)
 	case F_WAIT: pc->pc_wait_ns = v; break;
 	case F_PCT: pc->pc_wait_pct = (uint32_t)v; break;
 	case F_SIBLINGS: pc->pc_siblings = (uint32_t)v; break;
+	case F_DIRTY_MODE: c->c_dirty.dc_mode = (enum gc_dirty_mode)v; break;
+	case F_DIRTY_SIZE: /* a size is the fixed mode with that window */
+		c->c_dirty.dc_mode = GC_DIRTY_FIXED;
+		c->c_dirty.dc_window = v;
+		break;
+	case F_DIRTY_TARGET: c->c_dirty.dc_target_ns = v; break;
 	}
 }
 
@@ -211,6 +221,17 @@ ParameterizedTestParameters(config, good_values)
 		{ "LIBGC_SIBLINGS", "0", F_SIBLINGS, 0 },
 		{ "LIBGC_SIBLINGS", "7", F_SIBLINGS, 7 },
 		{ "LIBGC_SIBLINGS", "1000", F_SIBLINGS, 1000 },
+		{ "LIBGC_DIRTY", "auto", F_DIRTY_MODE, GC_DIRTY_AUTO },
+		{ "LIBGC_DIRTY", "off", F_DIRTY_MODE, GC_DIRTY_OFF },
+		{ "LIBGC_DIRTY", "512k", F_DIRTY_SIZE, 512 << 10 },
+		{ "LIBGC_DIRTY", "4m", F_DIRTY_SIZE, 4 << 20 },
+		{ "LIBGC_DIRTY", "4M", F_DIRTY_SIZE, 4 << 20 },
+		{ "LIBGC_DIRTY", "1g", F_DIRTY_SIZE, 1ULL << 30 },
+		{ "LIBGC_DIRTY", "4k", F_DIRTY_SIZE, 4 << 10 },
+		{ "LIBGC_DIRTY", "1048576", F_DIRTY_SIZE, 1 << 20 },
+		{ "LIBGC_DIRTY_TARGET_MS", "1", F_DIRTY_TARGET, 1 * MS },
+		{ "LIBGC_DIRTY_TARGET_MS", "20", F_DIRTY_TARGET, 20 * MS },
+		{ "LIBGC_DIRTY_TARGET_MS", "10000", F_DIRTY_TARGET, 10 * SEC },
 	};
 
 	return cr_make_param_array(struct good_case, cases, ARRAY_LEN(cases));
@@ -298,6 +319,23 @@ ParameterizedTestParameters(config, bad_values)
 		{ "LIBGC_SIBLINGS", "5,", SMALL_FORM },
 		{ "LIBGC_SIBLINGS", "1001", SMALL_FORM },
 		{ "LIBGC_SIBLINGS", "4294967301", SMALL_FORM },
+		{ "LIBGC_DIRTY", "", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "on", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "Auto", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "0", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "3k", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "2g", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "4kb", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "4 m", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "-4m", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "k", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "1.5m", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY", "99999999999999999999g", "auto|off|4k|1g" },
+		{ "LIBGC_DIRTY_TARGET_MS", "", "1|10000" },
+		{ "LIBGC_DIRTY_TARGET_MS", "0", "1|10000" },
+		{ "LIBGC_DIRTY_TARGET_MS", "10001", "1|10000" },
+		{ "LIBGC_DIRTY_TARGET_MS", "100ms", "1|10000" },
+		{ "LIBGC_DIRTY_TARGET_MS", "-5", "1|10000" },
 		{ "LIBGC_REPORT", "report.txt", "1|absolute path" },
 		{ "LIBGC_REPORT", "./report.txt", "1|absolute path" },
 		{ "LIBGC_REPORT", "~/report.txt", "1|absolute path" },
@@ -369,6 +407,7 @@ Test(config, every_variable_bad)
 		"LIBGC_DISABLE",     "LIBGC_PROBE",	  "LIBGC_POLICY",  "LIBGC_OSYNC",
 		"LIBGC_STAGE",	     "LIBGC_LOG",	  "LIBGC_MAX_WAIT_US", "LIBGC_MIN_WAIT_US",
 		"LIBGC_WAIT_US",     "LIBGC_WAIT_PCT",	  "LIBGC_SIBLINGS", "LIBGC_REPORT",
+		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS",
 	};
 	struct harness h = { 0 };
 	struct gc_config c;

@@ -1,0 +1,88 @@
+/* Dirty limiter state: per descriptor, the bytes written since writeback was
+ * last started and the ranges under writeback; per device, the bytes under
+ * writeback and the policy's limit; per inode, writeback errors the limiter's
+ * waits consumed, kept for the program's next fsync. Fixed tables, atomics:
+ * the write path takes no lock and allocates nothing. Per process. */
+#ifndef GC_CORE_DIRTY_H
+#define GC_CORE_DIRTY_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/dirty.h"
+
+/* Descriptors at or above this number are not limited. */
+#define GC_DIRTY_FDS 4096
+#define GC_DIRTY_RING 8
+#define GC_DIRTY_DEVS 16
+#define GC_DIRTY_ERRS 64
+/* The first slow path of a descriptor runs after this many bytes: files
+ * smaller than that never cost a system call. */
+#define GC_DIRTY_FIRST GC_DIRTY_WIN_MIN
+/* A descriptor found unsuitable (not a regular file, O_DIRECT, a filesystem
+ * where sync_file_range does nothing) is looked at again after this much. */
+#define GC_DIRTY_RECHECK (64ULL << 20)
+
+struct gc_dirty_range {
+	uint64_t r_off, r_len;
+	uint64_t r_start_ns;		/* when its writeback was started */
+};
+
+struct gc_dirty_slot {
+	uint64_t s_pending;		/* bytes written since the last window (atomic) */
+	uint64_t s_thresh;		/* s_pending that calls the slow path; 0 = GC_DIRTY_FIRST */
+	uint64_t s_lo1;			/* positioned writes in this window: lowest offset + 1, 0 none */
+	uint64_t s_hi;			/* ... and highest end */
+	uint32_t s_busy;		/* slow-path owner: a try-lock */
+	uint32_t s_state;		/* SLOT_* in dirty.c */
+	int32_t s_devi;			/* index in the device table */
+	uint32_t s_head, s_n;		/* ring of ranges under writeback */
+	uint64_t s_dev, s_ino;		/* the file the slot was classified for */
+	struct gc_dirty_range s_ring[GC_DIRTY_RING];
+} __attribute__((aligned(64)));
+
+extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
+
+/* The slow path: classify, start writeback of the window, wait while the
+ * device has more than its limit in flight. @off is the offset a
+ * positioned write used, -1 for write()/writev(). */
+void gc_dirty_slow(int fd, int64_t off, uint64_t n);
+
+/* A buffered write of @n > 0 bytes at @off (-1: the file position) went to
+ * @fd, which has no conversion entry. */
+static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
+{
+	struct gc_dirty_slot *s;
+	uint64_t p, t;
+
+	if ((unsigned)fd >= GC_DIRTY_FDS)
+		return;
+	s = &gc_dirty_slots[fd];
+	p = __atomic_add_fetch(&s->s_pending, n, __ATOMIC_RELAXED);
+	if (off >= 0) {
+		uint64_t lo1 = __atomic_load_n(&s->s_lo1, __ATOMIC_RELAXED);
+
+		if (!lo1 || (uint64_t)off + 1 < lo1)
+			__atomic_store_n(&s->s_lo1, (uint64_t)off + 1, __ATOMIC_RELAXED);
+		if ((uint64_t)off + n > __atomic_load_n(&s->s_hi, __ATOMIC_RELAXED))
+			__atomic_store_n(&s->s_hi, (uint64_t)off + n, __ATOMIC_RELAXED);
+	}
+	t = __atomic_load_n(&s->s_thresh, __ATOMIC_RELAXED);
+	if (__builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0))
+		gc_dirty_slow(fd, off, n);
+}
+
+/* A writeback error a limiter wait consumed on @fd's file and nobody has
+ * been told yet: returned once (-errno, and forgotten), else 0. Called by
+ * fsync, fdatasync and O_SYNC-style completions before their real call.
+ * One atomic load when no error is kept. */
+int gc_dirty_take_error(int fd);
+
+/* Tests and introspection. */
+void gc_dirty_reset(void);
+/* The device's limit, window and bytes in flight; false if not seen. */
+bool gc_dirty_dev_info(uint64_t st_dev, uint64_t *limit, uint64_t *window,
+		       int64_t *inflight, uint64_t *bw);
+/* Keeps @err (-errno) for (@dev, @ino), as a wait that consumed it would. */
+void gc_dirty_keep_error(uint64_t dev, uint64_t ino, int err);
+#endif

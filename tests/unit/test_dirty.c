@@ -1,0 +1,445 @@
+/* The dirty limiter: the pure controller with a fake clock (limit and window
+ * from bandwidth, target and read-latency scale; bandwidth from waits and
+ * from the observer; read p99 feedback), LIBGC_DIRTY's sizes, and the core
+ * state on a real file (kept errors, write-behind on this machine's disk). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/dirty.h"
+#include "core/stats.h"
+#include "core/sys.h"
+#include "policy/dirty.h"
+#include "tests/unit/unit.h"
+
+GC_UNIT_GLOBALS;
+
+#define KIB (1ULL << 10)
+#define MIB (1ULL << 20)
+#define MBPS (1000ULL * 1000)
+
+static struct gc_dirty_cfg cfg_ms(uint64_t target_ms)
+{
+	struct gc_dirty_cfg dc;
+
+	gc_dirty_cfg_defaults(&dc);
+	dc.dc_target_ns = target_ms * MS;
+	return dc;
+}
+
+Test(dirty, defaults)
+{
+	struct gc_dirty_cfg dc;
+	struct gc_dirty_state ds;
+
+	gc_dirty_cfg_defaults(&dc);
+	cr_expect_eq(dc.dc_mode, GC_DIRTY_AUTO);
+	cr_expect_eq(dc.dc_target_ns, 100 * MS);
+	gc_dirty_init(&ds, &dc);
+	cr_expect_eq(ds.ds_scale, GC_DIRTY_SCALE_ONE);
+	cr_expect_eq(ds.ds_bw, 0, "unmeasured");
+	/* before a measurement: 64 MB/s x 100 ms */
+	cr_expect_eq(ds.ds_limit, 6400000);
+	cr_expect_eq(ds.ds_window, 6400000 / 4);
+}
+
+/* limit = clamp(B x T x s, 128 KiB, 256 MiB), window = clamp(L/4, 64 KiB, 8 MiB) */
+struct law_case {
+	char what[40];
+	uint64_t bw, target_ms;
+	uint32_t scale;
+	uint64_t limit, window;
+};
+
+ParameterizedTestParameters(dirty, control_law)
+{
+	static struct law_case cases[] = {
+		{ "slow disk, 100 ms", 40 * MBPS, 100, 1024, 4000000, 1000000 },
+		{ "slow disk, 20 ms", 40 * MBPS, 20, 1024, 800000, 200000 },
+		{ "slow disk, half scale", 40 * MBPS, 100, 512, 2000000, 500000 },
+		{ "floor of the limit", 40 * MBPS, 1, 1024, 128 * KIB, 64 * KIB },
+		{ "floor, smallest scale", 40 * MBPS, 100, 16, 128 * KIB, 64 * KIB },
+		{ "window floor", 40 * MBPS, 5, 1024, 200000, 64 * KIB },
+		{ "NVMe, 100 ms", 2000 * MBPS, 100, 1024, 200000000, 8 * MIB },
+		{ "NVMe, 10 s: limit cap", 2000 * MBPS, 10000, 1024, 256 * MIB, 8 * MIB },
+		{ "1 MB/s, 100 ms", 1 * MBPS, 100, 1024, 128 * KIB, 64 * KIB },
+	};
+
+	return cr_make_param_array(struct law_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct law_case *c, dirty, control_law)
+{
+	struct gc_dirty_cfg dc = cfg_ms(c->target_ms);
+	struct gc_dirty_state ds;
+
+	gc_dirty_init(&ds, &dc);
+	ds.ds_bw = c->bw;
+	ds.ds_scale = c->scale;
+	gc_dirty_recompute(&ds, &dc);
+	cr_expect_eq(ds.ds_limit, c->limit, "%s: limit %llu, want %llu", c->what,
+		     (unsigned long long)ds.ds_limit, (unsigned long long)c->limit);
+	cr_expect_eq(ds.ds_window, c->window, "%s: window %llu, want %llu", c->what,
+		     (unsigned long long)ds.ds_window, (unsigned long long)c->window);
+	cr_expect_geq(ds.ds_limit, 2 * ds.ds_window, "%s: two windows fit", c->what);
+}
+
+Test(dirty, fixed_window)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+
+	dc.dc_mode = GC_DIRTY_FIXED;
+	dc.dc_window = 512 * KIB;
+	gc_dirty_init(&ds, &dc);
+	cr_expect_eq(ds.ds_window, 512 * KIB);
+	cr_expect_eq(ds.ds_limit, MIB, "window n started, window n-1 waited for");
+	ds.ds_bw = 2000 * MBPS;
+	gc_dirty_recompute(&ds, &dc);
+	cr_expect_eq(ds.ds_limit, MIB, "bandwidth does not move a fixed window");
+}
+
+/* A writer held at its device's pace: each wait blocks on a window that
+ * the device writes at @bps; returns the time after @secs. */
+static uint64_t paced(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc, uint64_t now,
+		      uint64_t bps, uint64_t win, double secs)
+{
+	uint64_t each = win * SEC / bps, end = now + (uint64_t)(secs * (double)SEC);
+
+	while (now < end) {
+		/* the writer fills a window (0.2 ms), then waits for the oldest */
+		gc_dirty_waited(ds, dc, win, now + 200 * US, now + each);
+		now += each;
+	}
+	return now;
+}
+
+struct bw_case {
+	char what[32];
+	uint64_t bps;
+	double secs;
+	uint32_t tol_pct;
+};
+
+ParameterizedTestParameters(dirty, bandwidth_from_waits)
+{
+	static struct bw_case cases[] = {
+		{ "40 MB/s, 1 s: first sample", 40 * MBPS, 1.0, 5 },
+		{ "40 MB/s, 5 s", 40 * MBPS, 5.0, 5 },
+		{ "200 MB/s, 3 s", 200 * MBPS, 3.0, 5 },
+		{ "5 MB/s, 4 s", 5 * MBPS, 4.0, 5 },
+	};
+
+	return cr_make_param_array(struct bw_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct bw_case *c, dirty, bandwidth_from_waits)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t lo, hi;
+
+	gc_dirty_init(&ds, &dc);
+	paced(&ds, &dc, T0, c->bps, 256 * KIB, c->secs);
+	lo = c->bps * (100 - c->tol_pct) / 100;
+	hi = c->bps * (100 + c->tol_pct) / 100;
+	cr_expect(ds.ds_bw >= lo && ds.ds_bw <= hi, "%s: estimate %llu", c->what,
+		  (unsigned long long)ds.ds_bw);
+	cr_expect_eq(ds.ds_bw_src, GC_DIRTY_SRC_SELF);
+	cr_expect_eq(ds.ds_limit, (uint64_t)((unsigned __int128)ds.ds_bw * 100 * MS / SEC) <
+					  GC_DIRTY_LIMIT_MIN
+				  ? GC_DIRTY_LIMIT_MIN
+				  : (uint64_t)((unsigned __int128)ds.ds_bw * 100 * MS / SEC));
+}
+
+/* The estimate moves over ~3 s, not at once: a change of device speed is
+ * followed, a single odd period is not. */
+Test(dirty, bandwidth_smoothed)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now;
+
+	gc_dirty_init(&ds, &dc);
+	now = paced(&ds, &dc, T0, 40 * MBPS, 256 * KIB, 2.0);
+	now = paced(&ds, &dc, now, 10 * MBPS, 256 * KIB, 0.3);
+	cr_expect_gt(ds.ds_bw, 30 * MBPS, "one slow period moved it to %llu",
+		     (unsigned long long)ds.ds_bw);
+	now = paced(&ds, &dc, now, 10 * MBPS, 256 * KIB, 10.0);
+	cr_expect_lt(ds.ds_bw, 12 * MBPS, "10 s later still %llu", (unsigned long long)ds.ds_bw);
+}
+
+/* A writer slower than its disk never waits for running writeback: it does
+ * not measure the disk, so it cannot talk the limit down. */
+Test(dirty, slow_writer_measures_nothing)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now = T0;
+	int i;
+
+	gc_dirty_init(&ds, &dc);
+	for (i = 0; i < 400; i++, now += 10 * MS)
+		gc_dirty_waited(&ds, &dc, 64 * KIB, now, now + 5 * US);
+	cr_expect_eq(ds.ds_bw, 0, "measured %llu from waits that found nothing to wait for",
+		     (unsigned long long)ds.ds_bw);
+	cr_expect_eq(ds.ds_limit, 6400000);
+}
+
+static void obs(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc, uint64_t now,
+		uint64_t bps, uint64_t read_p99, uint32_t reads)
+{
+	struct gc_dirty_obs o = { .o_write_bps = bps, .o_read_p99_ns = read_p99,
+				  .o_reads = reads };
+
+	cr_assert(gc_dirty_obs_due(ds, now));
+	gc_dirty_observe(ds, dc, &o, now);
+}
+
+Test(dirty, observer_bandwidth_only_when_device_bound)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now = T0;
+
+	gc_dirty_init(&ds, &dc);
+	obs(&ds, &dc, now, 5 * MBPS, 0, 0);
+	cr_expect_eq(ds.ds_bw, 0, "an idle device's rate is not its bandwidth");
+	gc_dirty_waited(&ds, &dc, 256 * KIB, now, now + 5 * MS); /* blocked */
+	now += 200 * MS;
+	obs(&ds, &dc, now, 40 * MBPS, 0, 0);
+	cr_expect_eq(ds.ds_bw, 40 * MBPS);
+	cr_expect_eq(ds.ds_bw_src, GC_DIRTY_SRC_OBSERVER);
+	cr_expect_not(gc_dirty_obs_due(&ds, now + 199 * MS), "every 200 ms");
+	cr_expect(gc_dirty_obs_due(&ds, now + 200 * MS));
+	/* while the observer speaks, the writer's own waits do not sample */
+	paced(&ds, &dc, now, 10 * MBPS, 256 * KIB, 0.5);
+	cr_expect_eq(ds.ds_bw, 40 * MBPS, "self sample overrode the observer");
+}
+
+/* Read p99 feedback (blk-wbt style): above twice the quietest p99 the scale
+ * halves each sample, down to 1/64; back under it, it grows again. */
+struct read_case {
+	char what[40];
+	uint64_t base_ns;	/* p99 seen first, quiet */
+	uint64_t busy_ns;	/* p99 while writing */
+	int samples;
+	uint32_t want_scale;
+};
+
+ParameterizedTestParameters(dirty, read_feedback)
+{
+	static struct read_case cases[] = {
+		{ "reads as quiet: no change", 800 * US, 900 * US, 10, 1024 },
+		{ "3x quiet p99: halves", 800 * US, 2400 * US, 1, 512 },
+		{ "3x quiet p99, 3 samples", 800 * US, 2400 * US, 3, 128 },
+		{ "floor 1/64", 800 * US, 20 * MS, 20, 16 },
+		{ "under the 1 ms floor: no change", 100 * US, 900 * US, 10, 1024 },
+		{ "slow disk 10 ms reads, 18 ms", 10 * MS, 18 * MS, 10, 1024 },
+		{ "slow disk 10 ms reads, 25 ms", 10 * MS, 25 * MS, 2, 256 },
+	};
+
+	return cr_make_param_array(struct read_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct read_case *c, dirty, read_feedback)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now = T0;
+	int i;
+
+	gc_dirty_init(&ds, &dc);
+	obs(&ds, &dc, now, 0, c->base_ns, 50);
+	for (i = 0; i < c->samples; i++) {
+		now += 200 * MS;
+		obs(&ds, &dc, now, 0, c->busy_ns, 50);
+	}
+	cr_expect_eq(ds.ds_scale, c->want_scale, "%s: scale %u, want %u", c->what, ds.ds_scale,
+		     c->want_scale);
+}
+
+Test(dirty, read_feedback_recovers)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now = T0, low;
+	int i;
+
+	gc_dirty_init(&ds, &dc);
+	ds.ds_bw = 40 * MBPS;
+	obs(&ds, &dc, now, 0, 700 * US, 50);
+	for (i = 0; i < 10; i++)
+		obs(&ds, &dc, now += 200 * MS, 0, 10 * MS, 50);
+	low = ds.ds_limit;
+	cr_expect_eq(low, GC_DIRTY_LIMIT_MIN, "shrunk to the floor");
+	cr_expect_lt(ds.ds_read_base_ns, 800 * US, "the busy p99 became the baseline");
+	for (i = 0; i < 30 && ds.ds_scale < GC_DIRTY_SCALE_ONE; i++)
+		obs(&ds, &dc, now += 200 * MS, 0, 900 * US, 50);
+	cr_expect_eq(ds.ds_scale, GC_DIRTY_SCALE_ONE, "grew back");
+	cr_expect_lt(i, 20, "in %d samples (4 s)", i);
+	cr_expect_eq(ds.ds_limit, 4000000);
+	/* no reads at all: nobody to protect, the scale grows too */
+	for (i = 0; i < 10; i++)
+		obs(&ds, &dc, now += 200 * MS, 0, 10 * MS, 50);
+	for (i = 0; i < 30 && ds.ds_scale < GC_DIRTY_SCALE_ONE; i++)
+		obs(&ds, &dc, now += 200 * MS, 0, 0, 0);
+	cr_expect_eq(ds.ds_scale, GC_DIRTY_SCALE_ONE);
+}
+
+struct size_case {
+	char in[28];
+	bool ok;
+	uint64_t want;
+};
+
+ParameterizedTestParameters(dirty, parse_size)
+{
+	static struct size_case cases[] = {
+		{ "512k", true, 512 * KIB },	{ "512K", true, 512 * KIB },
+		{ "4m", true, 4 * MIB },	{ "1g", true, 1ULL << 30 },
+		{ "4096", true, 4096 },		{ "0", true, 0 },
+		{ "", false, 0 },		{ "k", false, 0 },
+		{ "4kb", false, 0 },		{ "4 k", false, 0 },
+		{ "-1", false, 0 },		{ "+4k", false, 0 },
+		{ "1.5m", false, 0 },		{ "4t", false, 0 },
+		{ "99999999999999999999", false, 0 }, { "17179869184g", false, 0 },
+	};
+
+	return cr_make_param_array(struct size_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct size_case *c, dirty, parse_size)
+{
+	uint64_t v = 12345;
+
+	cr_expect_eq(gc_dirty_parse_size(c->in, &v), c->ok, "\"%s\"", c->in);
+	if (c->ok)
+		cr_expect_eq(v, c->want, "\"%s\": %llu", c->in, (unsigned long long)v);
+}
+
+/* ---- core state on a real file ----------------------------------------- */
+
+static int tmpfile_fd(char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "/var/tmp/gc-test-dirty-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+Test(dirty_core, kept_error_once_per_file)
+{
+	char pa[64], pb[64];
+	int a = tmpfile_fd(pa, sizeof(pa)), b = tmpfile_fd(pb, sizeof(pb)), a2;
+	struct stat st;
+
+	gc_dirty_reset();
+	cr_expect_eq(gc_dirty_take_error(a), 0, "nothing kept");
+	cr_assert_eq(fstat(a, &st), 0);
+	gc_dirty_keep_error(st.st_dev, st.st_ino, -EIO);
+	gc_dirty_keep_error(st.st_dev, st.st_ino, -ENOSPC); /* one per file */
+	cr_expect_eq(gc_dirty_take_error(b), 0, "another file's error");
+	a2 = open(pa, O_RDONLY);
+	cr_assert_geq(a2, 0);
+	/* any descriptor of the file reports it: too many reports, never one too few */
+	cr_expect_eq(gc_dirty_take_error(a2), -EIO);
+	cr_expect_eq(gc_dirty_take_error(a), 0, "reported once");
+	cr_expect_eq(gc_dirty_take_error(-1), 0, "EBADF is the real call's");
+	unlink(pa);
+	unlink(pb);
+	close(a);
+	close(a2);
+	close(b);
+}
+
+Test(dirty_core, kept_errors_overflow_sticks_to_the_device)
+{
+	char pa[64];
+	int a = tmpfile_fd(pa, sizeof(pa)), i;
+	struct stat st;
+
+	gc_dirty_reset();
+	cr_assert_eq(fstat(a, &st), 0);
+	for (i = 0; i < GC_DIRTY_ERRS + 1; i++)
+		gc_dirty_keep_error(st.st_dev, 1000000 + (uint64_t)i, -EIO);
+	/* our file never had one, but the table could not hold every error */
+	cr_expect_eq(gc_dirty_take_error(a), -EIO);
+	cr_expect_eq(gc_dirty_take_error(a), -EIO, "sticky");
+	gc_dirty_reset();
+	cr_expect_eq(gc_dirty_take_error(a), 0);
+	unlink(pa);
+	close(a);
+}
+
+/* Streaming 16 MiB through the write path on this machine's disk starts
+ * writeback every window and keeps what is in flight near the limit. */
+Test(dirty_core, write_behind_on_a_real_file)
+{
+	static char buf[256 * 1024];
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p)), i;
+	uint64_t limit, window, bw;
+	int64_t inflight;
+	struct gc_stats s0, s1;
+	struct stat st;
+
+	gc_dirty_reset();
+	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
+	gc_cfg.c_dirty.dc_window = 256 * KIB;
+	gc_cfg.c_dirty.dc_target_ns = 100 * MS;
+	cr_assert_eq(fstat(fd, &st), 0);
+	gc_stats_sum(&s0);
+	for (i = 0; i < 64; i++) {
+		cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		gc_dirty_wrote(fd, -1, sizeof(buf));
+		if (gc_dirty_dev_info(st.st_dev, &limit, &window, &inflight, &bw))
+			cr_expect_leq(inflight, (int64_t)(limit + window),
+				      "in flight %lld > limit %llu + a window", (long long)inflight,
+				      (unsigned long long)limit);
+	}
+	gc_stats_sum(&s1);
+	cr_assert(gc_dirty_dev_info(st.st_dev, &limit, &window, &inflight, &bw),
+		  "device not tracked (is /var/tmp on tmpfs or FUSE?)");
+	cr_expect_eq(window, 256 * KIB);
+	cr_expect_eq(limit, 512 * KIB);
+	cr_expect_geq(s1.dirty_started - s0.dirty_started, 60, "windows started: %llu",
+		      (unsigned long long)(s1.dirty_started - s0.dirty_started));
+	cr_expect_geq(s1.dirty_waits - s0.dirty_waits, 58, "waits: %llu",
+		      (unsigned long long)(s1.dirty_waits - s0.dirty_waits));
+	cr_expect_eq(gc_dirty_take_error(fd), 0);
+	unlink(p);
+	close(fd);
+}
+
+/* Nested library code (gc_depth > 0) is never throttled. */
+Test(dirty_core, nested_writes_not_limited)
+{
+	static char buf[256 * 1024];
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p)), i;
+	struct gc_stats s0, s1;
+
+	gc_dirty_reset();
+	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
+	gc_cfg.c_dirty.dc_window = 64 * KIB;
+	gc_stats_sum(&s0);
+	gc_depth++;
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		gc_dirty_wrote(fd, -1, sizeof(buf));
+	}
+	gc_depth--;
+	gc_stats_sum(&s1);
+	cr_expect_eq(s1.dirty_started, s0.dirty_started);
+	cr_expect_eq(s1.dirty_waits, s0.dirty_waits);
+	unlink(p);
+	close(fd);
+}
