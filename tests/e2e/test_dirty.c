@@ -102,7 +102,7 @@ static void prep_faulty(const char *file, const char *mb)
  * same: EIO from the first fsync, 0 from the second. */
 Test(dirty, eio_reaches_fsync_as_bare)
 {
-	static const char *const env[] = { "LIBGC_DIRTY=64k", "LIBGC_REPORT=1", NULL };
+	static const char *const env[] = { "LIBGC_DIRTY=64k", "LIBGC_REPORT=kv,all", NULL };
 	char file[1100], bare[128] = "", gc[128] = "";
 	unsigned long long kept = 0, returned = 0, started = 0;
 	struct e2e_run r;
@@ -137,7 +137,7 @@ Test(dirty, eio_reaches_fsync_as_bare)
  * counted, all data where it belongs, fdatasync 0. */
 Test(dirty, write_family_counted)
 {
-	static const char *const env[] = { "LIBGC_DIRTY=64k", "LIBGC_REPORT=1", NULL };
+	static const char *const env[] = { "LIBGC_DIRTY=64k", "LIBGC_REPORT=kv,all", NULL };
 	const char *argv[4 + 1];
 	unsigned long long started = 0, waits = 0;
 	char file[1100];
