@@ -295,12 +295,11 @@ m_direct=$(awk -v d="$G_DIRECT" -v q="$G_REQ" 'BEGIN { if (q > 0) printf "%.0f",
 echo
 echo "this disk: $fstype in $base, one 4 KiB write+fsync takes $(fmt_ms "${m_p50:-}") ms (p50)."
 if [ "${m_direct:-0}" -ge 50 ]; then
-	echo "libgc steps aside here: with a flush this fast there is little to gather, and its controller"
-	echo "measured direct calls as fast as grouping and kept them (${m_direct}% of requests made their own"
-	echo "real call; the rest were its short grouped probes)."
+	echo "libgc steps aside here: the disk's flush takes well under 1 ms, so there is little to"
+	echo "gather, and libgc made direct calls (${m_direct}% of requests made their own real call)."
 else
-	echo "grouping measured faster here than direct calls, so libgc kept grouping"
-	echo "(${m_direct}% of requests made their own real call)."
+	echo "libgc grouped here: the disk's flush measured 1 ms or more, or its own timing found"
+	echo "grouping faster (${m_direct}% of requests made their own real call)."
 fi
 case $fstype in
 tmpfs | ramfs)
