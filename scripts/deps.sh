@@ -5,16 +5,23 @@
 #   deps.sh         what `make test` needs (Criterion, FUSE, e2fsprogs, ...)
 #   deps.sh demo    and fs_mark
 #   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
+#   deps.sh recipes the real programs of examples/recipes (SQLite, PostgreSQL,
+#                   Redis, git, a mail delivery agent, Berkeley DB and LMDB tools)
+#   deps.sh compat  the test suites `make compat` runs (Python's, Perl's)
 set -euo pipefail
 
 need=(build-essential pkg-config clang libcriterion-dev libfuse3-dev fuse3
-      libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace)
+      libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace
+      git rsync sqlite3)
 case ${1:-} in
 '') ;;
 demo) need+=(fsmark) ;;
 bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
+recipes) need+=(python3 sqlite3 postgresql-15 postgresql-contrib redis-server redis-tools git
+		maildrop db5.3-util lmdb-utils) ;;
+compat) need+=(python3 libpython3.11-testsuite perl) ;;
 *)
-	echo "deps: unknown set '$1' (use: demo, bench, or nothing)" >&2
+	echo "deps: unknown set '$1' (use: demo, bench, recipes, compat, or nothing)" >&2
 	exit 2
 	;;
 esac
