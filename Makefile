@@ -92,6 +92,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include tests/crash/rules.mk
 -include bench/rules.mk
 -include bpf/rules.mk
+-include examples/recipes/rules.mk
 
 bins: $(ALL_BINS)
 test-bins: $(ALL_BINS) $(PKG_BINS)

@@ -6,7 +6,7 @@
 #   deps.sh demo    and fs_mark
 #   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
 #   deps.sh recipes the real programs of examples/recipes (SQLite, PostgreSQL,
-#                   Redis, git, a mail delivery agent, Berkeley DB and LMDB tools)
+#                   Redis, git, a mail delivery agent, Berkeley DB tools)
 #   deps.sh compat  the test suites `make compat` runs (Python's, Perl's)
 set -euo pipefail
 
@@ -18,7 +18,7 @@ case ${1:-} in
 demo) need+=(fsmark) ;;
 bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
 recipes) need+=(python3 sqlite3 postgresql-15 postgresql-contrib redis-server redis-tools git
-		maildrop db5.3-util lmdb-utils) ;;
+		maildrop db5.3-util) ;;
 compat) need+=(python3 libpython3.11-testsuite perl) ;;
 *)
 	echo "deps: unknown set '$1' (use: demo, bench, recipes, compat, or nothing)" >&2
