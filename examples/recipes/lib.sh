@@ -7,6 +7,7 @@
 #   RECIPE_SECS=3                seconds per timed run
 #   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
 #   RECIPE_LIB=build/libgc.so    the library to preload
+#   RECIPE_REPORTS=DIR           keep each row's libgc exit reports there
 set -euo pipefail
 
 R_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -151,6 +152,10 @@ r_row() {
 	local ratio real req rps
 	read -r real req < <(r_report_sum "$6")
 	[ -s "$6" ] || real=-
+	if [ -n "${RECIPE_REPORTS:-}" ]; then
+		mkdir -p "$RECIPE_REPORTS"
+		cp "$6" "$RECIPE_REPORTS/$R_NAME-$(r_label "$1")-$(tr -c 'A-Za-z0-9\n' _ <<<"$2" | tr -s _).report"
+	fi
 	ratio=$(awk -v g="$4" -v b="$3" 'BEGIN { if (b > 0 && g != "") printf "%.2fx", g / b; else print "-" }')
 	rps=$(awk -v q="$req" -v r="$real" 'BEGIN { if (r > 0) printf "%.1f", q / r; else print "-" }')
 	case $8 in ok*) ;; *) R_STATUS=1 ;; esac
