@@ -4,7 +4,7 @@
 #
 # Settings (environment):
 #   RECIPE_FLUSH_US="1000 4000"  flush latencies of the slow disks
-#   RECIPE_SECS=3                seconds per timed run
+#   RECIPE_SECS=2                seconds per timed run
 #   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
 #   RECIPE_LIB=build/libgc.so    the library to preload
 #   RECIPE_REPORTS=DIR           keep each row's libgc exit reports there
@@ -13,7 +13,7 @@ set -euo pipefail
 R_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 R_SLOWDISK=$R_ROOT/tests/slowdisk/slowdisk
 R_FLUSHES=${RECIPE_FLUSH_US-1000 4000}
-R_SECS=${RECIPE_SECS:-3}
+R_SECS=${RECIPE_SECS:-2}
 R_EMD=${RECIPE_EMD:-1}
 R_LIB=${RECIPE_LIB:-$R_ROOT/build/libgc.so}
 R_NAME=${R_NAME:-recipe}

@@ -7,12 +7,12 @@
 # which would truncate the history).  Afterwards: sum(abalance) of the
 # accounts equals sum(delta) of the history, and the history holds every
 # transaction pgbench reported.
-#   RECIPE_PG_SECS=8 (pgbench -T)  RECIPE_PG_SCALE=4  RECIPE_PG_CLIENTS=8
+#   RECIPE_PG_SECS=5 (pgbench -T)  RECIPE_PG_SCALE=4  RECIPE_PG_CLIENTS=8
 #   RECIPE_PG_DELAY="1000 5"       commit_delay (us) and commit_siblings
 R_NAME=postgres
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PGBIN=${RECIPE_PGBIN:-/usr/lib/postgresql/15/bin}
-T=${RECIPE_PG_SECS:-8}
+T=${RECIPE_PG_SECS:-5}
 scale=${RECIPE_PG_SCALE:-4}
 clients=${RECIPE_PG_CLIENTS:-8}
 read -r delay siblings <<<"${RECIPE_PG_DELAY:-1000 5}"
