@@ -94,6 +94,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include bench/rules.mk
 -include bpf/rules.mk
 -include tools/rules.mk
+-include examples/recipes/rules.mk
 
 bins: $(ALL_BINS)
 test-bins: $(ALL_BINS) $(PKG_BINS)

@@ -19,7 +19,7 @@
 #   AB_SECS=10 AB_BLOCKS=4 AB_PAIRS=12 AB_CONTROL=0   AB_DIR=/var/tmp
 #   AB_OUT=bench/results
 # Extra LIBGC_* settings for the libgc runs may be given as arguments.
-set -eu
+set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lib=$root/build/libgc.so

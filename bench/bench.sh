@@ -13,7 +13,7 @@
 #   BENCH_FSMARK_FILES       fs_mark files per process: a number, or auto
 #                            (sized to last about BENCH_SECS); full: 1000
 #   BENCH_OUT=bench/results  where the results go
-set -eu
+set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lib=$root/build/libgc.so

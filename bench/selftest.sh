@@ -2,7 +2,7 @@
 # bench/ab.sh checks its input and, on a tiny run, writes a table whose rows
 # carry two paired ratios and the bare-against-bare control. Timing is never
 # asserted: only that the figures are there and are positive numbers.
-set -u
+set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 . tests/tap.sh
 n=0

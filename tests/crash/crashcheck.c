@@ -1,6 +1,7 @@
 /* Power-cut checker: scans the files a crashload run left behind for intact
  * records and compares them with the acknowledgements the harness recorded.
- * Every acknowledged record must be found whole, with a correct checksum. */
+ * Every acknowledged record must be found whole, with a correct checksum;
+ * with -f spool, as a message under its final name in spool/new/. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,7 @@ struct seqs {
 };
 
 static struct seqs wr[MAX_WRITERS];
-static unsigned long n_found, n_dup, n_files, n_bad_ack;
+static unsigned long n_found, n_dup, n_files, n_bad_ack, n_bad_msg, n_tmp;
 static unsigned long long n_bytes, n_garbage;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -101,6 +102,73 @@ static void scan_file(int dfd, const char *name)
 	close(fd);
 }
 
+/* A delivered message: a file named WW.SSSSSSSS holding exactly record
+ * (WW, SSSSSSSS), nothing before or after it.  Anything else in new/ (empty,
+ * torn, another record, a wrong name) is a damaged message and counts as
+ * not delivered. */
+static void scan_message(int dfd, const char *name)
+{
+	unsigned char buf[REC_MAX + 1];
+	unsigned w;
+	unsigned long long seq;
+	struct rec_hdr h;
+	ssize_t n;
+	int fd, used = 0;
+
+	n_files++;
+	if (sscanf(name, "%2u.%8llu%n", &w, &seq, &used) != 2 || name[used] ||
+	    w >= MAX_WRITERS) {
+		n_bad_msg++;
+		return;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "crashcheck: new/%s: %s\n", name, strerror(errno));
+		exit(2);
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n > 0)
+		n_bytes += (unsigned long long)n;
+	if (n <= 0 || rec_check(buf, (size_t)n) != (uint32_t)n) {
+		n_bad_msg++;
+		return;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (h.r_writer != w || h.r_seq != seq) {
+		n_bad_msg++;
+		return;
+	}
+	note_found(w, seq);
+}
+
+static void scan_spool(const char *dir, bool *missing)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/spool/tmp", dir);
+	if ((d = opendir(path))) {
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				n_tmp++;
+		closedir(d);
+	}
+	snprintf(path, sizeof(path), "%s/spool/new", dir);
+	d = opendir(path);
+	if (!d && errno != ENOENT) {
+		fprintf(stderr, "crashcheck: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	*missing = !d;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			scan_message(dirfd(d), de->d_name);
+	if (d)
+		closedir(d);
+}
+
 static void read_acks(const char *path)
 {
 	struct ack_msg a;
@@ -134,7 +202,7 @@ static void read_acks(const char *path)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: crashcheck -a ACKFILE [-c CUT_NS] [-v] DIR\n");
+	fprintf(stderr, "usage: crashcheck -a ACKFILE [-c CUT_NS] [-f spool] [-v] DIR\n");
 	exit(2);
 }
 
@@ -143,14 +211,19 @@ int main(int argc, char **argv)
 	unsigned long acked = 0, lost = 0, lost_pre = 0, unacked = 0, shown = 0;
 	const char *acks = NULL;
 	long long cut_ns = 0;
-	bool verbose = false, dir_missing = false;
+	bool verbose = false, dir_missing = false, spool = false;
 	struct dirent *de;
 	DIR *d;
 	unsigned w;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:c:v")) != -1) {
+	while ((c = getopt(argc, argv, "a:c:f:v")) != -1) {
 		switch (c) {
+		case 'f':
+			if (strcmp(optarg, "spool"))
+				usage();
+			spool = true;
+			break;
 		case 'a':
 			acks = optarg;
 			break;
@@ -170,12 +243,14 @@ int main(int argc, char **argv)
 	read_acks(acks);
 
 	/* A directory that did not survive simply holds no records. */
-	d = opendir(argv[optind]);
-	if (!d && errno != ENOENT) {
+	d = spool ? NULL : opendir(argv[optind]);
+	if (!spool && !d && errno != ENOENT) {
 		fprintf(stderr, "crashcheck: %s: %s\n", argv[optind], strerror(errno));
 		return 2;
 	}
 	dir_missing = !d;
+	if (spool)
+		scan_spool(argv[optind], &dir_missing);
 	while (d && (de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
@@ -209,9 +284,12 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("acked=%lu found=%lu lost=%lu lost_before_cut=%lu unacked_found=%lu "
-	       "dup=%lu files=%lu bytes=%llu garbage_bytes=%llu bad_acks=%lu%s\n",
+	       "dup=%lu files=%lu bytes=%llu garbage_bytes=%llu bad_acks=%lu",
 	       acked, n_found, lost, lost_pre, unacked, n_dup, n_files, n_bytes,
-	       n_garbage, n_bad_ack, dir_missing ? " dir_missing=1" : "");
+	       n_garbage, n_bad_ack);
+	if (spool)
+		printf(" damaged_msgs=%lu left_in_tmp=%lu", n_bad_msg, n_tmp);
+	printf("%s\n", dir_missing ? " dir_missing=1" : "");
 	if (n_bad_ack)
 		return 2;
 	return lost ? 1 : 0;

@@ -1,6 +1,9 @@
 /* Power-cut workload: threads or processes append numbered, checksummed
  * records to a shared file or one file each, make each durable (fsync,
- * fdatasync, O_DSYNC) and only then report its id on the ack descriptor. */
+ * fdatasync, O_DSYNC) and only then report its id on the ack descriptor.
+ * In spool mode (-f spool) each record is a message delivered the maildir
+ * way: written to spool/tmp/, made durable, renamed into spool/new/, and the
+ * directory fsynced before the acknowledgement. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +30,7 @@ static struct {
 	unsigned writers;
 	bool procs;
 	bool shared;
+	bool spool;		/* one message file per record, tmp/ -> new/ */
 	bool use_pwrite;
 	enum sync_mode sync;
 	uint64_t count;		/* records per writer, 0 = until stopped */
@@ -53,7 +58,7 @@ static void on_usr1(int sig)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: crashload -d DIR (-t N | -p N) [-f shared|each]\n"
+		"usage: crashload -d DIR (-t N | -p N) [-f shared|each|spool]\n"
 		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite]\n"
 		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD]\n");
 	exit(2);
@@ -94,6 +99,55 @@ static int open_file(unsigned w)
 	return open(path, flags | O_CLOEXEC);
 }
 
+/* One message: create tmp/NAME, write, make it durable, rename it to
+ * new/NAME and fsync new/ (@new_fd).  By path with open() and rename(), as
+ * open_file() does, so the control's preload strips O_DSYNC here too.
+ * Returns the failing step, or NULL. */
+static const char *deliver(int new_fd, unsigned w, uint64_t seq,
+			   const unsigned char *buf, uint32_t len, int *err)
+{
+	char tmp[4096], dst[4096];
+	int fd, flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+	ssize_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s/spool/tmp/%02u.%08llu", opt.dir, w,
+		 (unsigned long long)seq);
+	snprintf(dst, sizeof(dst), "%s/spool/new/%02u.%08llu", opt.dir, w,
+		 (unsigned long long)seq);
+	if (opt.sync == SYNC_ODSYNC)
+		flags |= O_DSYNC;
+	*err = 0;
+	if ((fd = open(tmp, flags, 0644)) < 0)
+		return *err = errno, "create in tmp/";
+	n = write(fd, buf, len);
+	if (n != (ssize_t)len) {
+		*err = n < 0 ? errno : 0;
+		close(fd);
+		return "write";
+	}
+	if ((opt.sync == SYNC_FSYNC && fsync(fd)) ||
+	    (opt.sync == SYNC_FDATASYNC && fdatasync(fd))) {
+		*err = errno;
+		close(fd);
+		return "sync the message";
+	}
+	if (close(fd))
+		return *err = errno, "close";
+	if (rename(tmp, dst))
+		return *err = errno, "rename into new/";
+	if (fsync(new_fd))
+		return *err = errno, "fsync new/";
+	return NULL;
+}
+
+static int open_dir(const char *sub)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/spool/%s", opt.dir, sub);
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 static void *writer(void *arg)
 {
 	unsigned w = (unsigned)(uintptr_t)arg;
@@ -101,8 +155,14 @@ static void *writer(void *arg)
 	uint64_t own_off = 0, seq;
 	int fd = opt.shared_fd;
 
-	if (fd < 0 && (fd = open_file(w)) < 0)
+	int new_fd = -1;
+
+	if (opt.spool) {
+		if ((new_fd = open_dir("new")) < 0)
+			return fail(w, 0, "open spool/new", errno);
+	} else if (fd < 0 && (fd = open_file(w)) < 0) {
 		return fail(w, 0, "open", errno);
+	}
 	for (seq = 0; !opt.count || seq < opt.count; seq++) {
 		uint32_t len = rec_build(buf, w, seq, opt.max_len);
 		struct ack_msg a = {
@@ -111,6 +171,14 @@ static void *writer(void *arg)
 		struct timespec ts;
 		ssize_t n;
 
+		if (opt.spool) {
+			int err;
+			const char *step = deliver(new_fd, w, seq, buf, len, &err);
+
+			if (step)
+				return fail(w, seq, step, err);
+			goto ack;
+		}
 		if (opt.use_pwrite) {
 			/* Reserve the range first so no two writers overlap. */
 			uint64_t off = opt.shared ?
@@ -128,6 +196,7 @@ static void *writer(void *arg)
 			return fail(w, seq, "fsync", errno);
 		if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
 			return fail(w, seq, "fdatasync", errno);
+ack:
 		clock_gettime(CLOCK_REALTIME, &ts);
 		a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 		if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
@@ -141,6 +210,21 @@ static void *writer(void *arg)
  * stake in a trial, and the control (whose fsync does nothing) must start
  * from the same durable files as the real run, so that what it loses is
  * acknowledged records and not a whole directory entry. */
+static void mkdir_durable(const char *path)
+{
+	int fd;
+
+	if (mkdir(path, 0755) && errno != EEXIST) {
+		fprintf(stderr, "crashload: mkdir %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syscall(SYS_fsync, fd) || close(fd)) {
+		fprintf(stderr, "crashload: fsync %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+}
+
 static void prepare_files(void)
 {
 	unsigned i, n = opt.shared ? 1 : opt.writers;
@@ -149,6 +233,17 @@ static void prepare_files(void)
 	if (dir_fd < 0) {
 		fprintf(stderr, "crashload: %s: %s\n", opt.dir, strerror(errno));
 		exit(1);
+	}
+	if (opt.spool) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/spool", opt.dir);
+		mkdir_durable(path);
+		snprintf(path, sizeof(path), "%s/spool/tmp", opt.dir);
+		mkdir_durable(path);
+		snprintf(path, sizeof(path), "%s/spool/new", opt.dir);
+		mkdir_durable(path);
+		n = 0;
 	}
 	for (i = 0; i < n; i++) {
 		char path[4096];
@@ -257,6 +352,8 @@ int main(int argc, char **argv)
 		case 'f':
 			if (!strcmp(optarg, "shared"))
 				opt.shared = true;
+			else if (!strcmp(optarg, "spool"))
+				opt.spool = true;
 			else if (strcmp(optarg, "each"))
 				usage();
 			break;

@@ -8,13 +8,18 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
 
 ALL_BINS    += $(CRASH_BINS)
-TEST_SUITES += tests/crash/run.sh
+TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh
 
 TRIALS ?= 10
+# Both loads: records appended to files, then messages delivered to a spool.
 crashtest: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
+	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
 
-.PHONY: crashtest
+crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
+	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
+
+.PHONY: crashtest crashtest-spool
 
 # Injected EIO under the library on the slow disk: the load and its checks.
 $(B)/tests/crash/eioload: tests/crash/eioload.c tests/e2e/spy.h

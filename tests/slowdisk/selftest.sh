@@ -2,14 +2,14 @@
 # Self-test of the slow test disk (TAP): the injected flush latency reaches
 # fsync, flushed data survives a power cut, unflushed data does not (unless
 # the cut is told to keep it), and an injected flush EIO reaches fsync.
-set -eu
+set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 SD=tests/slowdisk/slowdisk
 PROBE=build/tests/slowdisk/sdprobe
 ID=$$
-NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID")
-T=6
+NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID")
+T=7
 
 echo "1..$T"
 
@@ -126,7 +126,7 @@ for attempt in 1 2 3; do
 done
 
 if [ -z "$why" ] && [ $clean = 1 ]; then
-	I=$(sd inspect --name "$name" 2>/dev/null | tail -n 1)
+	I=$(sd inspect --name "$name" 2>/dev/null | tail -n 1) || I=
 	img=$(sd status --name "$name" | kv image_path)
 	got=$(cat "$I/synced" 2>/dev/null || true)
 	na=$("$PROBE" count "$img" "$A")
@@ -198,3 +198,21 @@ else
 	fi
 	sd down --name "$name" >/dev/null || true
 fi
+
+# ---- 6: an up that fails prints nothing on stdout and says why on stderr ----
+# Callers take the last line of stdout as the mount point; a failed up must
+# leave them an empty string, never a path.  The daemon here exits at once.
+name=${NAMES[4]}
+rc=0
+out=$(SLOWDISKD=/bin/false timeout 120 bash "$SD" up --name "$name" --size-mb 128 \
+	2>"/tmp/st-fail-$ID.err") || rc=$?
+err=$(cat "/tmp/st-fail-$ID.err")
+rm -f "/tmp/st-fail-$ID.err"
+if [ "$rc" -ne 0 ] && [ -z "$out" ] && grep -q 'up failed' <<<"$err" &&
+	[ ! -e "${SLOWDISK_STATE:-/run/libgc-slowdisk}/$name" ]; then
+	ok "a failed up prints nothing on stdout, says so on stderr and leaves no state"
+else
+	not_ok "a failed up prints nothing on stdout, says so on stderr and leaves no state" \
+		"status $rc, stdout: '$out'" "stderr: $err"
+fi
+sd down --name "$name" >/dev/null 2>&1 || true

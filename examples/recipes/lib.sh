@@ -1,0 +1,183 @@
+# Shared by the recipes (sourced): slow disks that always come down (also on
+# Ctrl-C), runs bare / under libgc / under eatmydata, the sum of libgc's exit
+# reports, and the table every recipe prints.
+#
+# Settings (environment):
+#   RECIPE_FLUSH_US="1000 4000"  flush latencies of the slow disks
+#   RECIPE_SECS=2                seconds per timed run
+#   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
+#   RECIPE_LIB=build/libgc.so    the library to preload
+#   RECIPE_REPORTS=DIR           keep each row's libgc exit reports there
+set -euo pipefail
+
+R_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+R_SLOWDISK=$R_ROOT/tests/slowdisk/slowdisk
+R_FLUSHES=${RECIPE_FLUSH_US-1000 4000}
+R_SECS=${RECIPE_SECS:-2}
+R_EMD=${RECIPE_EMD:-1}
+R_LIB=${RECIPE_LIB:-$R_ROOT/build/libgc.so}
+R_NAME=${R_NAME:-recipe}
+R_PY=/usr/bin/python3
+
+r_die() {
+	echo "$R_NAME: $*" >&2
+	exit 1
+}
+
+r_note() {
+	echo "$R_NAME: $*" >&2
+}
+
+[[ $R_SECS =~ ^[1-9][0-9]*$ ]] || r_die "RECIPE_SECS must be a positive integer, not '$R_SECS'"
+[ -e "$R_LIB" ] || r_die "$R_LIB is missing: run make (make recipes builds it)"
+R_LIB=$(cd "$(dirname "$R_LIB")" && pwd)/$(basename "$R_LIB")
+[ "$(id -u)" -eq 0 ] || r_die "needs root (the slow disk: loop devices, mounts)"
+[ -c /dev/fuse ] || r_die "needs /dev/fuse (the slow disk)"
+[ -x "$R_ROOT/build/tests/slowdisk/slowdiskd" ] ||
+	r_die "build/tests/slowdisk/slowdiskd is missing (make recipes builds it)"
+command -v eatmydata >/dev/null || R_EMD=0
+
+# The runs see libgc's defaults only, whatever the caller's environment says.
+unset LD_PRELOAD
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^LIBGC_' || true)
+
+R_TMP=$(mktemp -d "/tmp/libgc-$R_NAME.XXXXXX")
+chmod 0755 "$R_TMP"
+R_DISKS=()
+R_CLEANUPS=()
+R_STATUS=0
+
+# r_on_exit CMD...: run at exit (before the disks come down), last first.
+r_on_exit() {
+	R_CLEANUPS+=("$*")
+}
+
+r_cleanup() {
+	local rc=$? i n
+	trap - EXIT INT TERM
+	set +e
+	cd /
+	for ((i = ${#R_CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${R_CLEANUPS[i]}" >/dev/null 2>&1
+	done
+	for n in "${R_DISKS[@]+"${R_DISKS[@]}"}"; do
+		bash "$R_SLOWDISK" down --name "$n" >/dev/null 2>&1 ||
+			echo "$R_NAME: could not tear down slow disk '$n': run $R_SLOWDISK down --name $n" >&2
+	done
+	rm -rf "$R_TMP"
+	[ "$rc" -ne 0 ] || rc=$R_STATUS
+	exit "$rc"
+}
+trap r_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# r_disk_up FLUSH_US: a fresh 1 GiB slow disk (128 MiB journal, as the
+# benchmark uses) with its own name; sets R_MNT and R_DISK.
+r_disk_up() {
+	local us=$1 out rc=0
+	R_DISK=$R_NAME-$$-$us
+	R_DISKS+=("$R_DISK")
+	out=$(bash "$R_SLOWDISK" up --name "$R_DISK" --flush-us "$us" --size-mb 1024 \
+		--journal-mb 128 2>"$R_TMP/up.err") || rc=$?
+	R_MNT=$(tail -n 1 <<<"$out")
+	if [ "$rc" -ne 0 ] || [ ! -d "$R_MNT" ]; then
+		sed 's/^/    /' "$R_TMP/up.err" >&2
+		r_die "slowdisk up failed (status $rc)"
+	fi
+	chmod 0755 "$R_MNT"
+}
+
+r_disk_down() {
+	cd /
+	bash "$R_SLOWDISK" down --name "$R_DISK" >/dev/null 2>&1 || true
+}
+
+# The flushes the current disk has served so far.
+r_flushes() {
+	bash "$R_SLOWDISK" status --name "$R_DISK" 2>/dev/null | sed -n 's/^flushes=//p'
+}
+
+# r_env MODE REPORT: the command prefix of a run: bare, libgc (reporting to
+# the file REPORT) or eatmydata.  Printed one word a line, for mapfile.
+r_env() {
+	case $1 in
+	bare) printf '%s\n' env ;;
+	libgc) printf '%s\n' env "LD_PRELOAD=$R_LIB" "LIBGC_REPORT=$2" ;;
+	eatmydata) printf '%s\n' eatmydata ;;
+	esac
+}
+
+# r_report_sum FILE: "<real syncs> <sync requests>" summed over every
+# process's exit-report line (a file: daemons and tools that close stderr
+# still write it).
+r_report_sum() {
+	[ -s "$1" ] || { echo "0 0"; return 0; }
+	awk '$1 == "libgc:" {
+		for (i = 2; i <= NF; i++) {
+			k = $i; sub(/=.*/, "", k)
+			v = $i; sub(/^[^=]*=/, "", v)
+			s[k] += v
+		}
+	}
+	END {
+		printf "%d %d\n", s["real_fsync"] + s["real_fdatasync"],
+			s["req_fsync"] + s["req_fdatasync"] + s["req_osync"]
+	}' "$1"
+}
+
+r_label() {
+	case $1 in
+	1000) echo "1ms" ;;
+	4000) echo "4ms" ;;
+	*) echo "${1}us" ;;
+	esac
+}
+
+R_FMT='| %-5s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
+r_header() {
+	echo
+	echo "$R_NAME: bare vs libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))" \
+		"on the slow disk, ${R_SECS} s runs"
+	# shellcheck disable=SC2059
+	printf "$R_FMT" flush workload "bare/s" "libgc/s" ratio "eatmydata" "syncs" "req/sync" "flushes" "check |"
+	# shellcheck disable=SC2059
+	printf "$R_FMT" ----- ---------------------------------- -------- -------- ------ --------- -------- -------- ------------- "--- |"
+}
+
+# r_row FLUSH LABEL BARE LIBGC EMD REPORTFILE FLUSHES CHECK: one table line.
+# syncs and req/sync are libgc's real syncs and requests per real sync;
+# flushes is what the disk served during the libgc run (bare run in brackets).
+r_row() {
+	local ratio real req rps
+	read -r real req < <(r_report_sum "$6")
+	[ -s "$6" ] || real=-
+	if [ -n "${RECIPE_REPORTS:-}" ]; then
+		mkdir -p "$RECIPE_REPORTS"
+		cp "$6" "$RECIPE_REPORTS/$R_NAME-$(r_label "$1")-$(tr -c 'A-Za-z0-9\n' _ <<<"$2" | tr -s _).report"
+	fi
+	ratio=$(awk -v g="$4" -v b="$3" 'BEGIN { if (b > 0 && g != "") printf "%.2fx", g / b; else print "-" }')
+	rps=$(awk -v q="$req" -v r="$real" 'BEGIN { if (r > 0) printf "%.1f", q / r; else print "-" }')
+	case $8 in ok*) ;; *) R_STATUS=1 ;; esac
+	# shellcheck disable=SC2059
+	printf "$R_FMT" "$(r_label "$1")" "$2" "${3:--}" "${4:--}" "$ratio" "${5:--}" "$real" "$rps" "$7" "$8 |"
+}
+
+# r_rate COUNT SECONDS(float): per second, no decimals.
+r_rate() {
+	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print "" }'
+}
+
+r_now() {
+	date +%s.%N
+}
+
+r_since() {
+	awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'
+}
+
+r_modes() {
+	echo bare libgc
+	[ "$R_EMD" = 1 ] && echo eatmydata
+	return 0
+}

@@ -1,0 +1,14 @@
+# Real programs under libgc (examples/recipes): `make recipes` runs every
+# recipe bare, under libgc and under eatmydata on 1 ms and 4 ms slow disks
+# (root, a few minutes); `make compat` runs other projects' own test suites
+# bare and under libgc and compares (about ten minutes).  Neither is part of
+# `make test`.
+recipes: $(LIB) $(B)/tests/slowdisk/slowdiskd
+	$(Q)bash scripts/deps.sh recipes
+	$(Q)bash examples/recipes/all.sh
+
+compat: $(LIB)
+	$(Q)bash scripts/deps.sh compat
+	$(Q)bash examples/recipes/compat.sh
+
+.PHONY: recipes compat
