@@ -14,6 +14,10 @@
 #define GC_ACTIVE_COMMITS 8
 #define GC_ACTIVE_MIN_NS (1 * GC_NSEC_PER_MSEC)
 #define GC_ACTIVE_MAX_NS (1 * GC_NSEC_PER_SEC)
+/* Transactions carried fewer than 1.5 handles on average (EWMA, x16)
+ * over at least this many: the sync threads do not overlap. */
+#define GC_SERIAL_BATCH_X16 24
+#define GC_SERIAL_TXNS 4
 /* Group-or-direct controller. Probe epochs are short, hold epochs longer;
  * a hold lasts GC_AB_HOLD_EPOCHS << streak epochs. */
 #define GC_AB_PROBE_NS (25 * GC_NSEC_PER_MSEC)
@@ -545,6 +549,14 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	/* Wheeler (4): never wait when one thread does all the syncing. */
 	if (active <= 1)
 		return close_now(GC_CLOSE_LONE);
+	/* Several threads sync, but one at a time (a database flushing its
+	 * log under its own lock: the others wait on that lock, not here):
+	 * recent transactions carried about one handle each, so waiting for
+	 * the others only times out. Commit at once; whoever arrives during
+	 * the commit joins the next transaction, whose batch then brings the
+	 * wait back. */
+	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16)
+		return close_now(GC_CLOSE_NOWAIT);
 	/* Before the first commit is timed, the device's flush latency is
 	 * the commit's best estimate (Bacik: wait about one commit). */
 	if (!ps->ps_commit_samples)

@@ -1417,6 +1417,39 @@ Test(device, verdict_changes_are_reported)
 	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t + 4 * MS), "grouped -> none");
 }
 
+/* Many threads that sync one at a time (PostgreSQL's WAL flush under its
+ * own lock): each transaction times out with one handle. After a few, the
+ * wait stops; once transactions carry several handles again, it returns. */
+Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+	int k;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
+	for (int32_t tid = 1; tid <= 8; tid++)
+		gc_policy_arrive(&ps, &pc, tid, t);
+	expect_decision("first", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t, 4 * MS, 8);
+	for (k = 0; k < 6; k++) {
+		commit(&ps, &pc, t, t + 4 * MS, 4 * MS, 1, GC_CLOSE_TIMEOUT);
+		t += 8 * MS;
+		for (int32_t tid = 1; tid <= 8; tid++)
+			gc_policy_arrive(&ps, &pc, tid, t);
+	}
+	expect_decision("serialized", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NOWAIT, t, 0, 0);
+	/* threads overlap again: commits carry six handles */
+	for (k = 0; k < 4; k++) {
+		commit(&ps, &pc, t, t, 4 * MS, 6, GC_CLOSE_NOWAIT);
+		t += 4 * MS;
+	}
+	for (int32_t tid = 1; tid <= 8; tid++)
+		gc_policy_arrive(&ps, &pc, tid, t);
+	expect_decision("overlapping again", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
+			4 * MS, 8);
+}
+
 /* Other policies and LIBGC_PROBE=0 ignore the device. */
 Test(device, only_adaptive_with_probing_listens)
 {
