@@ -58,21 +58,5 @@ one() {
 }
 
 r_header
-for us in $R_FLUSHES; do
-	r_disk_up "$us"
-	declare -A ops=() chk=() fl=()
-	for how in $(r_modes); do
-		f0=$(r_flushes)
-		one "$how"
-		fl[$how]=$(($(r_flushes) - f0))
-		ops[$how]=$OPS chk[$how]=$CHECK
-	done
-	check=ok
-	for how in $(r_modes); do
-		[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
-	done
-	r_row "$us" "git add+commit, $jobs repos, fsync=all" "${ops[bare]}" "${ops[libgc]}" \
-		"${ops[eatmydata]:-}" "$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
-	r_disk_down
-done
+r_rows "git add+commit, $jobs repos, fsync=all" one
 echo "ops/s: commits (add + commit) per second over all repositories."

@@ -181,3 +181,27 @@ r_modes() {
 	[ "$R_EMD" = 1 ] && echo eatmydata
 	return 0
 }
+
+# One table row per flush latency: brings the disk up, runs "$2 MODE" for
+# every mode (it sets OPS and CHECK), counts the disk's flushes of each, and
+# prints the row labelled $1.
+r_rows() {
+	local label=$1 run=$2 us how f0 check
+	for us in $R_FLUSHES; do
+		r_disk_up "$us"
+		declare -A ops=() chk=() fl=()
+		for how in $(r_modes); do
+			f0=$(r_flushes)
+			"$run" "$how"
+			fl[$how]=$(($(r_flushes) - f0))
+			ops[$how]=$OPS chk[$how]=$CHECK
+		done
+		check=ok
+		for how in $(r_modes); do
+			[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
+		done
+		r_row "$us" "$label" "${ops[bare]}" "${ops[libgc]}" "${ops[eatmydata]:-}" \
+			"$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
+		r_disk_down
+	done
+}

@@ -58,21 +58,5 @@ one() {
 }
 
 r_header
-for us in $R_FLUSHES; do
-	r_disk_up "$us"
-	declare -A ops=() chk=() fl=()
-	for how in $(r_modes); do
-		f0=$(r_flushes)
-		one "$how"
-		fl[$how]=$(($(r_flushes) - f0))
-		ops[$how]=$OPS chk[$how]=$CHECK
-	done
-	check=ok
-	for how in $(r_modes); do
-		[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
-	done
-	r_row "$us" "redis SET, $clients clients, always" "${ops[bare]}" "${ops[libgc]}" \
-		"${ops[eatmydata]:-}" "$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
-	r_disk_down
-done
+r_rows "redis SET, $clients clients, always" one
 echo "ops/s: redis-benchmark SET requests per second, -n $n."
