@@ -107,6 +107,16 @@ static uint64_t active_window(const struct gc_policy_state *ps)
 	return min_u64(w, GC_ACTIVE_MAX_NS);
 }
 
+void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
+{
+	uint32_t i, j, n = ps->ps_recent_n < GC_RECENT_MAX ? ps->ps_recent_n : GC_RECENT_MAX;
+
+	for (i = j = 0; i < n; i++)
+		if (!gone(ps->ps_recent[i].r_tid))
+			ps->ps_recent[j++] = ps->ps_recent[i];
+	ps->ps_recent_n = j;
+}
+
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
 	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_ab_mode <= GC_AB_DIRECT &&

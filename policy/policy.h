@@ -152,6 +152,9 @@ uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now);
 
 /* Distinct sync threads seen within the activity window ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);
+/* Forgets the recent sync threads for which @gone(tid) is true (threads,
+ * or whole processes, that ended): nobody waits for them. */
+void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid));
 
 enum gc_close_reason {
 	GC_CLOSE_NONE = 0,	/* keep waiting */
