@@ -215,6 +215,12 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	int32_t tid = gc_gettid();
 	int r;
 
+	/* The device decided: nothing to measure, no shared line to write
+	 * (16 threads on this disk lost 4% to that bookkeeping) */
+	if (gc_policy_device_flush(&d->j_policy, start)) {
+		gc_stat_inc(bypass);
+		return gc_commit_direct(fd, datasync);
+	}
 	/* Keep the count of sync threads current for when grouping resumes;
 	 * not worth waiting for the lock. */
 	if (start - gc_arrived_ns >= GC_ARRIVE_EVERY_NS && gc_domain_trylock(d)) {
