@@ -215,8 +215,8 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	int32_t tid = gc_gettid();
 	int r;
 
-	/* The device decided: nothing to measure, no shared line to write
-	 * (16 threads on this disk lost 4% to that bookkeeping) */
+	/* The device decided: the controller is idle, nothing to note or
+	 * measure, and no shared line to write */
 	if (gc_policy_device_flush(&d->j_policy, start)) {
 		gc_stat_inc(bypass);
 		return gc_commit_direct(fd, datasync);

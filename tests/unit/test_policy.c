@@ -1450,6 +1450,31 @@ Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 			4 * MS, 8);
 }
 
+static bool odd_gone(int32_t tid)
+{
+	return tid % 2;
+}
+
+/* Threads that ended are forgotten: nobody waits for them. */
+Test(adaptive, ended_threads_are_forgotten)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+
+	gc_policy_init(&ps);
+	for (int32_t tid = 1; tid <= 8; tid++)
+		gc_policy_arrive(&ps, &pc, tid, T0);
+	cr_assert_eq(gc_policy_active(&ps, T0), 8);
+	gc_policy_forget(&ps, odd_gone);
+	cr_expect_eq(gc_policy_active(&ps, T0), 4);
+	for (uint32_t i = 0; i < ps.ps_recent_n; i++)
+		cr_expect_eq(ps.ps_recent[i].r_tid % 2, 0, "tid %d kept", ps.ps_recent[i].r_tid);
+	/* a count out of range (scribbled segment) stays inside the array */
+	ps.ps_recent_n = 1000;
+	gc_policy_forget(&ps, odd_gone);
+	cr_expect_leq(ps.ps_recent_n, GC_RECENT_MAX);
+}
+
 /* Other policies and LIBGC_PROBE=0 ignore the device. */
 Test(device, only_adaptive_with_probing_listens)
 {
