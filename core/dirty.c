@@ -213,7 +213,7 @@ static void ring_drop(struct gc_dirty_slot *s)
 	if (bytes && s->s_devi >= 0)
 		__atomic_sub_fetch(&devs[s->s_devi].dd_inflight, (int64_t)bytes,
 				   __ATOMIC_RELAXED);
-	s->s_n = 0;
+	__atomic_store_n(&s->s_n, 0, __ATOMIC_RELAXED); /* read unlocked as a hint by age_idle */
 	s->s_head = 0;
 }
 
@@ -239,7 +239,7 @@ static void wait_oldest(struct gc_dirty_slot *s, int fd)
 		dev_unlock(dd);
 	}
 	s->s_head = (s->s_head + 1) % GC_DIRTY_RING;
-	s->s_n--;
+	__atomic_sub_fetch(&s->s_n, 1, __ATOMIC_RELAXED);
 }
 
 /* Is @fd (still) a file worth limiting? Fills the slot's identity. */
@@ -325,7 +325,8 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 			o.o_reads = io.io_read_window;
 			gc_dirty_observe(&dd->dd_ps, &gc_cfg.c_dirty, &o, now);
 		} else {
-			dd->dd_ps.ds_obs_at = now; /* no observer: look again later */
+			/* no observer: look again later */
+			__atomic_store_n(&dd->dd_ps.ds_obs_at, now, __ATOMIC_RELAXED);
 		}
 	}
 	sweep = now - dd->dd_aged_at > AGE_NS;

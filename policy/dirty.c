@@ -125,7 +125,10 @@ void gc_dirty_waited(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
 
 bool gc_dirty_obs_due(const struct gc_dirty_state *ds, uint64_t now)
 {
-	return !ds->ds_obs_at || now - ds->ds_obs_at >= GC_DIRTY_PERIOD_NS;
+	/* read without the device's lock first (then again under it) */
+	uint64_t at = __atomic_load_n(&ds->ds_obs_at, __ATOMIC_RELAXED);
+
+	return !at || now - at >= GC_DIRTY_PERIOD_NS;
 }
 
 static uint32_t grow(uint32_t s)
@@ -141,7 +144,7 @@ void gc_dirty_observe(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
 							       : GC_DIRTY_PERIOD_NS;
 	uint64_t r = o->o_read_p99_ns, target;
 
-	ds->ds_obs_at = now;
+	__atomic_store_n(&ds->ds_obs_at, now, __ATOMIC_RELAXED);
 	if (o->o_write_bps && device_bound(ds, now)) {
 		bw_sample(ds, o->o_write_bps, period, GC_DIRTY_SRC_OBSERVER);
 		ds->ds_obs_bw_at = now;

@@ -417,7 +417,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
-	if (!ps->ps_ab_epoch_start) {
+	if (!__atomic_load_n(&ps->ps_ab_epoch_start, __ATOMIC_RELAXED)) {
 		/* Direct first: until grouping has measured faster the
 		 * program runs as it would bare. */
 		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
