@@ -180,19 +180,9 @@ launch() {
 	esac
 }
 
-# Sums libgc's exit-report lines: "<real syncs> <sync requests>".
+# Sums libgc's exit-report lines: "<real syncs> <sync requests> <direct>".
 report_sum() {
-	awk '$1 == "libgc:" {
-		for (i = 2; i <= NF; i++) {
-			k = $i; sub(/=.*/, "", k)
-			v = $i; sub(/^[^=]*=/, "", v)
-			s[k] += v
-		}
-	}
-	END {
-		printf "%d %d\n", s["real_fsync"] + s["real_fdatasync"],
-			s["req_fsync"] + s["req_fdatasync"] + s["req_osync"]
-	}' "$1"
+	awk -f "$root/bench/report_sum.awk" "$1"
 }
 
 unit_of() {
@@ -271,7 +261,7 @@ run_one() {
 		failures=$((failures + 1))
 	fi
 	if [ "$cond" = libgc ] || [ "$cond" = none ]; then
-		read -r R_REAL R_REQ < <(report_sum "$work/report")
+		read -r R_REAL R_REQ _ < <(report_sum "$work/report")
 	fi
 	[ "$wl" = sysbench-t ] || rm -rf "$d"
 	# Leave no dirty data to the next run (fsync disabled leaves plenty).

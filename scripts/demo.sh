@@ -73,17 +73,7 @@ trap 'exit 143' TERM
 
 # Sums libgc's exit-report lines: "<real syncs> <sync requests> <direct>".
 report_sum() {
-	awk '$1 == "libgc:" {
-		for (i = 2; i <= NF; i++) {
-			k = $i; sub(/=.*/, "", k)
-			v = $i; sub(/^[^=]*=/, "", v)
-			s[k] += v
-		}
-	}
-	END {
-		printf "%d %d %d\n", s["real_fsync"] + s["real_fdatasync"],
-			s["req_fsync"] + s["req_fdatasync"] + s["req_osync"], s["direct"]
-	}' "$1"
+	awk -f "$root/bench/report_sum.awk" "$1"
 }
 
 # The flushes the slow disk NAME has seen so far, or nothing.

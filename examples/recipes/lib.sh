@@ -108,22 +108,12 @@ r_env() {
 	esac
 }
 
-# r_report_sum FILE: "<real syncs> <sync requests>" summed over every
+# r_report_sum FILE: "<real syncs> <sync requests> <direct>" summed over every
 # process's exit-report line (a file: daemons and tools that close stderr
 # still write it).
 r_report_sum() {
-	[ -s "$1" ] || { echo "0 0"; return 0; }
-	awk '$1 == "libgc:" {
-		for (i = 2; i <= NF; i++) {
-			k = $i; sub(/=.*/, "", k)
-			v = $i; sub(/^[^=]*=/, "", v)
-			s[k] += v
-		}
-	}
-	END {
-		printf "%d %d\n", s["real_fsync"] + s["real_fdatasync"],
-			s["req_fsync"] + s["req_fdatasync"] + s["req_osync"]
-	}' "$1"
+	[ -s "$1" ] || { echo "0 0 0"; return 0; }
+	awk -f "$R_ROOT/bench/report_sum.awk" "$1"
 }
 
 r_label() {
@@ -150,7 +140,7 @@ r_header() {
 # flushes is what the disk served during the libgc run (bare run in brackets).
 r_row() {
 	local ratio real req rps
-	read -r real req < <(r_report_sum "$6")
+	read -r real req _ < <(r_report_sum "$6")
 	[ -s "$6" ] || real=-
 	if [ -n "${RECIPE_REPORTS:-}" ]; then
 		mkdir -p "$RECIPE_REPORTS"
