@@ -29,6 +29,7 @@
 #include "core/blkstats.h"
 #include "bpf/gcd.h"
 #include "bpf/gcd_pub.h"
+#include "bpf/gcd_sweep.h"
 #include "gcd.skel.h"
 
 #define EXIT_NOPERM 3 /* not permitted here: no BTF, no CAP_BPF/CAP_PERFMON */
@@ -40,6 +41,7 @@ struct opts {
 	unsigned window_ms;
 	bool once, json, daemon, synthetic, verbose, raw_tp;
 	double run_s; /* 0: until a signal */
+	unsigned idle_s; /* a (disk, class) this long idle is let go */
 };
 
 /* One (disk, class) as user space follows it: the map's current counters and
@@ -48,27 +50,35 @@ struct track {
 	struct gcd_key t_key;
 	struct gcd_stat t_cur;
 	bool t_seen;
+	uint64_t t_active_ns;	/* last seen with a new completion or in flight */
 	struct gcd_stat t_ring[RING];
 };
 
+/* Every disk with a track; the busiest GC_BLK_DISKS of them are published. */
 struct disk {
 	uint32_t d_kdev;
 	char d_name[32];
 	uint32_t d_flags;
+	uint64_t d_window;	/* completions in the window, and requests in flight */
 };
 
 static struct {
-	int stats_fd, bss_fd;
+	int stats_fd, bss_fd, inflight_fd;
 	struct track *tracks;
 	unsigned ntracks;
-	struct disk disks[GC_BLK_DISKS];
+	struct disk disks[GCD_MAX_KEYS];
 	unsigned ndisks;
+	struct gcd_inflight inflight[GCD_MAX_KEYS];
+	struct gcd_sweep sweep;
+	uint64_t aged;		/* in-flight entries aged out since start */
+	uint64_t idle_ns;	/* opts.idle_s */
 	uint64_t ring_t[RING]; /* sample times, ns; 0 = not taken yet */
 	unsigned ring_next;
 	uint64_t start_ns;
 	bool has_q;
 	bool tp_btf;
-} g = { .stats_fd = -1, .bss_fd = -1 };
+} g = { .stats_fd = -1, .bss_fd = -1, .inflight_fd = -1,
+	.sweep = { .s_keys = g.inflight, .s_cap = GCD_MAX_KEYS } };
 
 static volatile sig_atomic_t stop;
 
@@ -121,6 +131,7 @@ static void usage(FILE *f)
 		"  --once             observe one window, print a snapshot, exit\n"
 		"  --json             with --once: print it as JSON\n"
 		"  --duration S       exit after S seconds (tests)\n"
+		"  --idle-s S         forget a disk idle this long (default 60; tests)\n"
 		"  --synthetic        publish synthetic snapshots, no BPF (tests of readers)\n"
 		"  --raw-tp           use the raw_tp programs even where tp_btf loads (tests)\n"
 		"  --verbose          libbpf's messages\n"
@@ -150,6 +161,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "once", no_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "duration", required_argument, NULL, 'D' },
+		{ "idle-s", required_argument, NULL, 'I' },
 		{ "synthetic", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "raw-tp", no_argument, NULL, 'R' },
@@ -158,8 +170,9 @@ static void parse(int argc, char **argv, struct opts *o)
 	};
 	int c;
 
-	*o = (struct opts){ .stats = GC_BLK_PATH, .interval_ms = 100, .window_ms = 1000 };
-	while ((c = getopt_long(argc, argv, "s:i:w:dojD:SvRh", lo, NULL)) != -1) {
+	*o = (struct opts){ .stats = GC_BLK_PATH, .interval_ms = 100, .window_ms = 1000,
+			    .idle_s = 60 };
+	while ((c = getopt_long(argc, argv, "s:i:w:dojD:I:SvRh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o->stats = optarg; break;
 		case 'i': o->interval_ms = parse_uint("--interval-ms", optarg, 0, 10000); break;
@@ -168,6 +181,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'o': o->once = true; break;
 		case 'j': o->json = true; break;
 		case 'D': o->run_s = parse_uint("--duration", optarg, 1, 86400); break;
+		case 'I': o->idle_s = parse_uint("--idle-s", optarg, 1, 86400); break;
 		case 'S': o->synthetic = true; break;
 		case 'v': o->verbose = true; break;
 		case 'R': o->raw_tp = true; break;
@@ -333,6 +347,7 @@ static void load_and_attach(bool force_raw_tp)
 	}
 	g.stats_fd = dup_fd(bpf_map__fd(skel->maps.stats));
 	g.bss_fd = dup_fd(bpf_map__fd(skel->maps.bss));
+	g.inflight_fd = dup_fd(bpf_map__fd(skel->maps.inflight));
 	gcd_bpf__destroy(skel);
 }
 
@@ -399,7 +414,7 @@ static struct disk *disk_get(uint32_t kdev)
 	for (i = 0; i < g.ndisks; i++)
 		if (g.disks[i].d_kdev == kdev)
 			return &g.disks[i];
-	if (g.ndisks == GC_BLK_DISKS)
+	if (g.ndisks == GCD_MAX_KEYS)
 		return NULL;
 	d = &g.disks[g.ndisks++];
 	d->d_kdev = kdev;
@@ -425,17 +440,20 @@ static struct track *track_get(const struct gcd_key *k)
 		return NULL;
 	g.tracks = t;
 	t = &g.tracks[g.ntracks++];
-	/* a key appears at its first issue: it was all zeros at earlier samples */
+	/* a key appears at its first completion: it was all zeros at earlier samples */
 	memset(t, 0, sizeof(*t));
 	t->t_key = *k;
 	return t;
 }
 
-static void read_maps(void)
+static void read_maps(uint64_t now)
 {
+	static bool warned;
 	struct gcd_key k, next, *prev = NULL;
 	struct gcd_stat v;
 	struct track *t;
+	unsigned i;
+	int err;
 
 	while (!bpf_map_get_next_key(g.stats_fd, prev, &next)) {
 		k = next;
@@ -444,9 +462,51 @@ static void read_maps(void)
 			continue;
 		t = track_get(&k);
 		if (t) {
+			if (!t->t_seen || v.s_count != t->t_cur.s_count)
+				t->t_active_ns = now;
 			t->t_cur = v;
 			t->t_seen = true;
 		}
+	}
+	err = gcd_sweep_inflight(g.inflight_fd, now, GCD_AGE_NS, &g.sweep);
+	if (err && !warned) {
+		warned = true;
+		fprintf(stderr, "gcd: warning: cannot walk the in-flight map (%s): in-flight "
+			"counts read 0\n", strerror(-err));
+	}
+	g.aged += g.sweep.s_aged;
+	for (i = 0; i < g.ntracks; i++)
+		if (gcd_sweep_count(&g.sweep, &g.tracks[i].t_key))
+			g.tracks[i].t_active_ns = now;
+}
+
+/* (disk, class) entries idle for --idle-s are let go: the map entry is
+ * deleted (a completion racing that starts a new one from zero, which a new
+ * track follows), and a disk left with none leaves the table, the others
+ * keeping their order. So disks that come and go (loop devices, hot-plug)
+ * fill neither the map nor the table. */
+static void evict_idle(uint64_t now)
+{
+	unsigned i, j;
+	bool used;
+
+	for (i = 0; i < g.ntracks;) {
+		if (now - g.tracks[i].t_active_ns < g.idle_ns) {
+			i++;
+			continue;
+		}
+		bpf_map_delete_elem(g.stats_fd, &g.tracks[i].t_key);
+		g.tracks[i] = g.tracks[--g.ntracks];
+	}
+	for (i = 0; i < g.ndisks;) {
+		for (used = false, j = 0; j < g.ntracks && !used; j++)
+			used = g.tracks[j].t_key.k_dev == g.disks[i].d_kdev;
+		if (used) {
+			i++;
+			continue;
+		}
+		memmove(&g.disks[i], &g.disks[i + 1], (g.ndisks - i - 1) * sizeof(g.disks[0]));
+		g.ndisks--;
 	}
 }
 
@@ -517,14 +577,44 @@ static void fill_op(struct gc_blk_op *o, const struct track *t, unsigned base, u
 	o->bo_ewma_ns = t->t_cur.s_ewma_ns;
 	o->bo_bytes_per_s = dt ? (uint64_t)((double)bytes * 1e9 / (double)dt) : 0;
 	o->bo_window_count = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
-	o->bo_inflight = t->t_cur.s_inflight > 0 ? (uint32_t)t->t_cur.s_inflight : 0;
+	o->bo_inflight = gcd_sweep_count(&g.sweep, &t->t_key);
+}
+
+/* Marks the disks to publish: all of them, or the GC_BLK_DISKS busiest in
+ * the window (ties: the first in the table). */
+static void pick_disks(bool *pick, unsigned base)
+{
+	unsigned i, j, best;
+
+	for (i = 0; i < g.ndisks; i++) {
+		g.disks[i].d_window = 0;
+		pick[i] = g.ndisks <= GC_BLK_DISKS;
+	}
+	if (g.ndisks <= GC_BLK_DISKS)
+		return;
+	for (j = 0; j < g.ntracks; j++) {
+		const struct track *t = &g.tracks[j];
+		uint64_t was = base < RING ? t->t_ring[base].s_count : 0;
+
+		for (i = 0; i < g.ndisks; i++)
+			if (g.disks[i].d_kdev == t->t_key.k_dev)
+				g.disks[i].d_window += (t->t_cur.s_count > was ? t->t_cur.s_count - was : 0) +
+						       gcd_sweep_count(&g.sweep, &t->t_key);
+	}
+	for (j = 0; j < GC_BLK_DISKS; j++) {
+		for (best = g.ndisks, i = 0; i < g.ndisks; i++)
+			if (!pick[i] && (best == g.ndisks || g.disks[i].d_window > g.disks[best].d_window))
+				best = i;
+		pick[best] = true;
+	}
 }
 
 /* One snapshot of everything, in next (its seq untouched). */
 static void build(struct gc_blk_stats *next, uint64_t now, unsigned interval_ms)
 {
 	uint64_t t0;
-	unsigned base = ring_oldest(&t0), i, j;
+	unsigned base = ring_oldest(&t0), i, j, n = 0;
+	bool pick[GCD_MAX_KEYS];
 
 	next->bs_magic = GC_BLK_MAGIC;
 	next->bs_version = GC_BLK_VERSION;
@@ -540,9 +630,13 @@ static void build(struct gc_blk_stats *next, uint64_t now, unsigned interval_ms)
 		if (t->t_seen && t->t_key.k_class < GCD_CLASSES)
 			disk_get(t->t_key.k_dev);
 	}
+	pick_disks(pick, base);
 	for (i = 0; i < g.ndisks; i++) {
-		struct gc_blk_disk *d = &next->bs_disks[i];
+		struct gc_blk_disk *d = &next->bs_disks[n];
 
+		if (!pick[i])
+			continue;
+		n++;
 		d->bd_dev = makedev(GCD_KMAJOR(g.disks[i].d_kdev), GCD_KMINOR(g.disks[i].d_kdev));
 		memcpy(d->bd_name, g.disks[i].d_name, sizeof(d->bd_name));
 		d->bd_name[sizeof(d->bd_name) - 1] = 0;
@@ -553,7 +647,7 @@ static void build(struct gc_blk_stats *next, uint64_t now, unsigned interval_ms)
 				fill_op(&d->bd_op[g.tracks[j].t_key.k_class], &g.tracks[j], base,
 					now - t0);
 	}
-	next->bs_ndisks = g.ndisks;
+	next->bs_ndisks = n;
 }
 
 static void refresh_flags(void)
@@ -723,7 +817,7 @@ static void run(struct gc_blk_stats *shm, const struct opts *o, uint64_t end)
 
 	for (;;) {
 		now = now_ns();
-		read_maps();
+		read_maps(now);
 		if (now >= next_sample) {
 			take_sample(now);
 			next_sample += period;
@@ -732,6 +826,7 @@ static void run(struct gc_blk_stats *shm, const struct opts *o, uint64_t end)
 		}
 		if (now >= next_flags) {
 			refresh_flags();
+			evict_idle(now);
 			next_flags = now + 1000000000ull;
 		}
 		if (o->once) {
@@ -777,6 +872,7 @@ int main(int argc, char **argv)
 	if (o.daemon && daemon(0, 0))
 		die(1, "daemon: %s", strerror(errno));
 	g.start_ns = now_ns();
+	g.idle_ns = o.idle_s * 1000000000ull;
 	if (o.run_s)
 		end = g.start_ns + (uint64_t)(o.run_s * 1e9);
 	if (o.synthetic)

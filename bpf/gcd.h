@@ -39,12 +39,12 @@ struct gcd_key {
 	__u32 k_class;
 };
 
-/* Counters only grow, except s_inflight; user space takes differences. */
+/* Counters only grow; user space takes differences. Requests in flight are
+ * the in-flight map's entries, counted by user space (bpf/gcd_sweep.h). */
 struct gcd_stat {
 	__u64 s_count;		/* final completions */
 	__u64 s_bytes;		/* their bytes */
 	__u64 s_ewma_ns;	/* EWMA (weight 1/8) of latency; 0 = none yet */
-	__s64 s_inflight;	/* issued minus finally completed */
 	__u64 s_partial;	/* completions that left bytes to go */
 	__u64 s_errors;		/* final completions with an error */
 	__u64 s_slot[GCD_SLOTS];

@@ -21,8 +21,8 @@ struct {
 	__type(value, struct gcd_stat);
 } stats SEC(".maps");
 
-/* Requests seen completing that we never saw issued, and issues dropped
- * because a map was full: user space may report them. */
+/* Requests seen completing that we never saw issued (or that user space
+ * aged out), and issues or completions dropped because a map was full. */
 __u64 gcd_unknown_completions = 0;
 __u64 gcd_dropped = 0;
 
@@ -51,31 +51,24 @@ static __always_inline int gcd_acct_issue(__u64 rq, __u32 dev, __u32 cls, __u32 
 		.r_issue_ns = now, .r_bytes = bytes, .r_left = bytes,
 		.r_dev = dev, .r_class = cls,
 	};
-	struct gcd_stat *st;
 
 	if (cls >= GCD_CLASSES)
 		return 0;
-	if (bpf_map_lookup_elem(&inflight, &rq)) {
-		bpf_map_update_elem(&inflight, &rq, &r, BPF_EXIST);
-		return 0;
-	}
-	st = gcd_stat_get(dev, cls);
-	if (!st || bpf_map_update_elem(&inflight, &rq, &r, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(&inflight, &rq, &r, BPF_ANY))
 		__sync_fetch_and_add(&gcd_dropped, 1);
-		return 0;
-	}
-	__sync_fetch_and_add(&st->s_inflight, 1);
 	return 0;
 }
 
 /* nr_bytes of the request completed (error: blk_status_t). It is final when
  * they cover what was left, or on an error; until then only the remainder
- * shrinks, and the latency is taken at the final one. */
+ * shrinks, and the latency is taken at the final one. The final completion
+ * counts only if it is the one that deletes the entry: user space may have
+ * aged it out meanwhile (bpf/gcd_sweep.h). */
 static __always_inline int gcd_acct_complete(__u64 rq, __u32 error, __u32 nr_bytes,
 					     __u64 now)
 {
 	struct gcd_stat *st;
-	struct gcd_rq *r;
+	struct gcd_rq *r, done;
 	__u64 lat;
 	__s64 diff;
 	__u32 slot;
@@ -85,26 +78,32 @@ static __always_inline int gcd_acct_complete(__u64 rq, __u32 error, __u32 nr_byt
 		__sync_fetch_and_add(&gcd_unknown_completions, 1);
 		return 0;
 	}
-	st = gcd_stat_get(r->r_dev, r->r_class);
-	if (!st) {
-		bpf_map_delete_elem(&inflight, &rq);
-		return 0;
-	}
 	if (!error && nr_bytes < r->r_left) {
 		r->r_left -= nr_bytes;
-		__sync_fetch_and_add(&st->s_partial, 1);
+		st = gcd_stat_get(r->r_dev, r->r_class);
+		if (st)
+			__sync_fetch_and_add(&st->s_partial, 1);
 		return 0;
 	}
-	lat = now > r->r_issue_ns ? now - r->r_issue_ns : 0;
+	done = *r;
+	if (bpf_map_delete_elem(&inflight, &rq)) {
+		__sync_fetch_and_add(&gcd_unknown_completions, 1);
+		return 0;
+	}
+	st = gcd_stat_get(done.r_dev, done.r_class);
+	if (!st) {
+		__sync_fetch_and_add(&gcd_dropped, 1);
+		return 0;
+	}
+	lat = now > done.r_issue_ns ? now - done.r_issue_ns : 0;
 	slot = gcd_slot(lat);
 	if (slot >= GCD_SLOTS)
 		slot = GCD_SLOTS - 1;
 	__sync_fetch_and_add(&st->s_slot[slot], 1);
 	__sync_fetch_and_add(&st->s_count, 1);
-	__sync_fetch_and_add(&st->s_bytes, r->r_bytes);
+	__sync_fetch_and_add(&st->s_bytes, done.r_bytes);
 	if (error)
 		__sync_fetch_and_add(&st->s_errors, 1);
-	__sync_fetch_and_add(&st->s_inflight, -1);
 	/* racy between CPUs on purpose: a lost update only delays the average */
 	if (!st->s_ewma_ns) {
 		st->s_ewma_ns = lat ? lat : 1;
@@ -114,7 +113,6 @@ static __always_inline int gcd_acct_complete(__u64 rq, __u32 error, __u32 nr_byt
 		if (!st->s_ewma_ns)
 			st->s_ewma_ns = 1;
 	}
-	bpf_map_delete_elem(&inflight, &rq);
 	return 0;
 }
 #endif

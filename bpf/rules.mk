@@ -33,17 +33,19 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 	$(call msg,GENSKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
 
-$(GCD): bpf/gcd.c $(B)/bpf/gcd.skel.h bpf/gcd.h bpf/gcd_pub.h core/blkstats.h
+$(GCD): bpf/gcd.c bpf/gcd_sweep.c $(B)/bpf/gcd.skel.h bpf/gcd.h bpf/gcd_pub.h bpf/gcd_sweep.h \
+		core/blkstats.h
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -I$(B)/bpf $(CFLAGS) $(WARN) $(LIBBPF_CFLAGS) $(DEPFLAGS) \
-		-o $@ $< $(LIBBPF_LIBS)
+		-o $@ bpf/gcd.c bpf/gcd_sweep.c $(LIBBPF_LIBS)
 
-$(B)/tests/bpf/test_acct: tests/bpf/test_acct.c $(B)/tests/bpf/acct_test.skel.h bpf/gcd.h
+$(B)/tests/bpf/test_acct: tests/bpf/test_acct.c bpf/gcd_sweep.c $(B)/tests/bpf/acct_test.skel.h \
+		bpf/gcd.h bpf/gcd_sweep.h
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -I$(B)/tests/bpf $(CFLAGS) $(WARN) $(LIBBPF_CFLAGS) $(CRIT_CFLAGS) \
-		$(DEPFLAGS) -o $@ $< $(LIBBPF_LIBS) $(CRIT_LIBS)
+		$(DEPFLAGS) -o $@ tests/bpf/test_acct.c bpf/gcd_sweep.c $(LIBBPF_LIBS) $(CRIT_LIBS)
 
 $(B)/tests/bpf/blkcat: tests/bpf/blkcat.c bpf/gcd_pub.h core/blkstats.h
 	$(call msg,CCLD,$@)

@@ -12,7 +12,7 @@ GCD=build/gcd
 CAT=build/tests/bpf/blkcat
 STORM=build/examples/fsync_storm
 NAME=bpf-$$
-T=13
+T=15
 echo "1..$T"
 
 . tests/tap.sh
@@ -29,8 +29,10 @@ done
 
 TMP=$(mktemp -d /tmp/gcd-live.XXXXXX)
 PIDS=()
+LOOPS=()
 cleanup() {
 	local p
+	for p in "${LOOPS[@]+"${LOOPS[@]}"}"; do losetup -d "$p" 2>/dev/null; done
 	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
 	for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null; done
 	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1
@@ -38,6 +40,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# a new loop device over an 8 MiB file in $TMP, added to LOOPS; prints it
+new_loop() {
+	truncate -s 8M "$TMP/loop$1.img" && losetup -f --show "$TMP/loop$1.img"
+}
 
 # field KEY from blkcat's line for disk $1, class $2, of file $3
 field() {
@@ -226,3 +233,48 @@ rc=$?
 wait $sp
 kill $gp 2>/dev/null
 if [ $rc -eq 0 ]; then ok "real data every 1 ms: $res"; else not_ok "real data hammer" "$res"; fi
+
+# ---- 14, 15: more disks than the file holds; disks that go idle leave ----
+# 40 loop devices read once fill the file's 32 entries; a 41st, busy, must
+# still be published (the busiest are), and after --idle-s of quiet every
+# idle one has left gcd's table, the file and the BPF map.
+LS=$TMP/many.stats
+"$GCD" --stats "$LS" --idle-s 2 --duration 60 &
+PIDS+=($!)
+gp=$!
+for _ in $(seq 50); do "$CAT" "$LS" >/dev/null 2>&1 && break; sleep 0.1; done
+for i in $(seq 41); do
+	l=$(new_loop "$i") || break
+	LOOPS+=("$l")
+done
+if [ ${#LOOPS[@]} -ne 41 ]; then
+	not_ok "41 loop devices for the disk-table test" "made ${#LOOPS[@]}"
+	not_ok "idle disks leave the table" "no loop devices"
+	exit 1
+fi
+for l in "${LOOPS[@]:0:40}"; do dd if="$l" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null; done
+sleep 0.5
+full=$("$CAT" "$LS" | head -1 | tr ' ' '\n' | sed -n 's/^ndisks=//p')
+busy=${LOOPS[40]##*/}
+timeout 2 bash -c 'while :; do dd if="$1" of=/dev/null bs=4k iflag=direct 2>/dev/null; done' \
+	_ "${LOOPS[40]}" &
+dp=$!
+sleep 1.2
+seen=$("$CAT" "$LS" | grep -c "^disk=$busy ")
+wait $dp
+if [ "$full" = 32 ] && [ "$seen" -eq 3 ]; then
+	ok "41 disks: the file holds 32, and the busy newcomer $busy is among them"
+else
+	not_ok "41 disks: the busy newcomer is published" "ndisks after 40=$full lines for $busy=$seen" \
+		"$("$CAT" "$LS" | grep -c class=flush) disks published"
+fi
+sleep 4.5
+snap=$("$CAT" "$LS")
+left=0
+for l in "${LOOPS[@]}"; do grep -q "^disk=${l##*/} " <<<"$snap" && left=$((left + 1)); done
+if [ "$left" -eq 0 ]; then
+	ok "after 2 s idle the 41 loop disks left the table ($(head -1 <<<"$snap" | grep -o 'ndisks=[0-9]*') published)"
+else
+	not_ok "idle disks leave the table" "$left of the 41 loop disks still published" "$(head -1 <<<"$snap")"
+fi
+kill "$gp" 2>/dev/null

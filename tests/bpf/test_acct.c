@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/gcd.h"
+#include "bpf/gcd_sweep.h"
 #include "acct_test.skel.h"
 
 static struct acct_test_bpf *skel;
@@ -86,6 +87,20 @@ static unsigned inflight_entries(void)
 	return n;
 }
 
+/* gcd's sweep of the in-flight map at time now: the requests in flight for
+ * (dev, cls); *aged gets the entries it aged out (may be NULL) */
+static unsigned sweep_at(__u32 dev, __u32 cls, __u64 now, __u64 *aged)
+{
+	struct gcd_inflight keys[8];
+	struct gcd_sweep sw = { .s_keys = keys, .s_cap = 8 };
+	struct gcd_key k = { .k_dev = dev, .k_class = cls };
+
+	cr_assert_eq(gcd_sweep_inflight(bpf_map__fd(skel->maps.inflight), now, GCD_AGE_NS, &sw), 0);
+	if (aged)
+		*aged = sw.s_aged;
+	return gcd_sweep_count(&sw, &k);
+}
+
 static unsigned only_slot(const struct gcd_stat *s)
 {
 	unsigned i, slot = GCD_SLOTS, n = 0;
@@ -125,15 +140,14 @@ Test(acct, issue_then_complete_records_one_latency)
 
 	need_bpf();
 	issue(0x1000, DEV, GCD_WRITE, 4096, 1000000);
-	s = get(DEV, GCD_WRITE, &found);
-	cr_assert(found);
-	cr_assert_eq(s.s_inflight, 1);
-	cr_assert_eq(s.s_count, 0);
+	get(DEV, GCD_WRITE, &found);
+	cr_assert_not(found, "a (disk, class) entry appears at its first completion");
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 1000000, NULL), 1);
 	cr_assert_eq(inflight_entries(), 1);
 
 	complete(0x1000, 0, 4096, 1000000 + 250000);
 	s = get(DEV, GCD_WRITE, &found);
-	cr_assert_eq(s.s_inflight, 0);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 1300000, NULL), 0);
 	cr_assert_eq(s.s_count, 1);
 	cr_assert_eq(s.s_bytes, 4096);
 	cr_assert_eq(only_slot(&s), gcd_slot(250000));
@@ -153,14 +167,14 @@ Test(acct, partial_completions_wait_for_the_last_bytes)
 	s = get(DEV, GCD_READ, &found);
 	cr_assert_eq(s.s_count, 0, "not final after 2 of 3 pages");
 	cr_assert_eq(s.s_partial, 2);
-	cr_assert_eq(s.s_inflight, 1);
+	cr_assert_eq(sweep_at(DEV, GCD_READ, 0x10000 + 300, NULL), 1);
 
 	complete(0x2000, 0, 4096, 0x10000 + 7000);
 	s = get(DEV, GCD_READ, &found);
 	cr_assert_eq(s.s_count, 1);
 	cr_assert_eq(s.s_bytes, 3 * 4096, "bytes of the whole request");
 	cr_assert_eq(only_slot(&s), gcd_slot(7000), "latency to the final completion");
-	cr_assert_eq(s.s_inflight, 0);
+	cr_assert_eq(sweep_at(DEV, GCD_READ, 0x10000 + 8000, NULL), 0);
 	cr_assert_eq(inflight_entries(), 0);
 }
 
@@ -175,7 +189,7 @@ Test(acct, an_error_ends_a_request_early)
 	s = get(DEV, GCD_WRITE, &found);
 	cr_assert_eq(s.s_count, 1);
 	cr_assert_eq(s.s_errors, 1);
-	cr_assert_eq(s.s_inflight, 0);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 2000, NULL), 0);
 	cr_assert_eq(only_slot(&s), gcd_slot(1000));
 }
 
@@ -228,10 +242,10 @@ Test(acct, a_requeued_request_counts_once_from_its_last_issue)
 	issue(0x4000, DEV, GCD_WRITE, 4096, 1000);
 	issue(0x4000, DEV, GCD_WRITE, 4096, 9000);
 	s = get(DEV, GCD_WRITE, &found);
-	cr_assert_eq(s.s_inflight, 1);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 9500, NULL), 1);
 	complete(0x4000, 0, 4096, 10000);
 	s = get(DEV, GCD_WRITE, &found);
-	cr_assert_eq(s.s_inflight, 0);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 10500, NULL), 0);
 	cr_assert_eq(s.s_count, 1);
 	cr_assert_eq(only_slot(&s), gcd_slot(1000));
 }
@@ -264,4 +278,52 @@ Test(acct, ewma_moves_an_eighth_of_the_way)
 	s = get(DEV, GCD_FLUSH, &found);
 	cr_assert_eq(s.s_ewma_ns, 9000 - 1000, "downward too: 9000 + (1000 - 9000) / 8");
 	cr_assert_eq(s.s_count, 3);
+}
+
+Test(acct, the_sweep_counts_requests_in_flight_per_disk_and_class)
+{
+	__u32 other = GCD_KDEV(254, 0);
+
+	need_bpf();
+	issue(0x7001, DEV, GCD_WRITE, 4096, 100);
+	issue(0x7002, DEV, GCD_WRITE, 4096, 100);
+	issue(0x7003, DEV, GCD_WRITE, 4096, 100);
+	issue(0x7004, DEV, GCD_FLUSH, 0, 100);
+	issue(0x7005, other, GCD_WRITE, 512, 100);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 200, NULL), 3);
+	cr_assert_eq(sweep_at(DEV, GCD_FLUSH, 200, NULL), 1);
+	cr_assert_eq(sweep_at(DEV, GCD_READ, 200, NULL), 0);
+	cr_assert_eq(sweep_at(other, GCD_WRITE, 200, NULL), 1);
+	complete(0x7002, 0, 4096, 300);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 400, NULL), 2);
+	cr_assert_eq(inflight_entries(), 4, "the sweep deletes nothing young");
+}
+
+/* A completion the programs never see (a driver that lost it, a disk
+ * removed with requests queued) must neither count as in flight for ever
+ * nor hold a map entry: past the age limit the sweep deletes it, and a
+ * completion arriving after all counts as an unknown one, not twice. */
+Test(acct, a_request_never_completed_is_aged_out)
+{
+	bool found;
+	__u64 aged;
+	struct gcd_stat s;
+
+	need_bpf();
+	issue(0x8001, DEV, GCD_WRITE, 4096, 1000);
+	issue(0x8002, DEV, GCD_WRITE, 4096, 1000 + GCD_AGE_NS);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 1000 + GCD_AGE_NS, &aged), 2, "not older than the limit");
+	cr_assert_eq(aged, 0);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 1001 + GCD_AGE_NS, &aged), 1);
+	cr_assert_eq(aged, 1, "the first one, issued a limit and 1 ns ago");
+	cr_assert_eq(inflight_entries(), 1);
+
+	complete(0x8001, 0, 4096, 2000 + GCD_AGE_NS);
+	cr_assert_eq(skel->bss->gcd_unknown_completions, 1);
+	s = get(DEV, GCD_WRITE, &found);
+	cr_assert_eq(s.s_count, 0, "an aged request's late completion is not counted");
+	complete(0x8002, 0, 4096, 3000 + GCD_AGE_NS);
+	s = get(DEV, GCD_WRITE, &found);
+	cr_assert_eq(s.s_count, 1);
+	cr_assert_eq(sweep_at(DEV, GCD_WRITE, 4000 + GCD_AGE_NS, NULL), 0);
 }
