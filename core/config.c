@@ -18,6 +18,7 @@ void gc_config_defaults(struct gc_config *c)
 	c->c_stage = GC_STAGE_AUTO;
 	c->c_log = GC_LOG_WARN;
 	c->c_stats = true;
+	c->c_sites = true;
 	gc_policy_cfg_defaults(&c->c_policy);
 	gc_dirty_cfg_defaults(&c->c_dirty);
 }
@@ -129,6 +130,57 @@ static void parse_report(struct parse_ctx *p, struct gc_config *c, const char *v
 	c->c_report_all = all;
 }
 
+#define SCOPE_FORM "lib:NAME or fn:NAME, comma-separated (lib:libsqlite3.so,fn:wal_flush)"
+
+/* LIBGC_SCOPE: up to GC_SCOPE_ITEMS items "lib:NAME" or "fn:NAME". Unlike
+ * the other variables, a bad value does not fall back to the default (no
+ * scope: group everything): the program asked for grouping to be limited,
+ * and a typo must not widen it to the whole program. Grouping nothing is
+ * what the program would do without the library. */
+static void parse_scope(struct parse_ctx *p, struct gc_config *c, const char *v)
+{
+	const char *item = v, *end;
+	char line[512];
+	int n = 0;
+
+	for (;;) {
+		size_t len, pre;
+		enum gc_scope_kind kind;
+
+		end = strchr(item, ',');
+		len = end ? (size_t)(end - item) : strlen(item);
+		if (len > 4 && !strncmp(item, "lib:", 4)) {
+			kind = GC_SCOPE_LIB;
+			pre = 4;
+		} else if (len > 3 && !strncmp(item, "fn:", 3)) {
+			kind = GC_SCOPE_FN;
+			pre = 3;
+		} else {
+			break;
+		}
+		if (n == GC_SCOPE_ITEMS || len - pre >= GC_SCOPE_NAME)
+			break;
+		c->c_scope[n].si_kind = kind;
+		memcpy(c->c_scope[n].si_name, item + pre, len - pre);
+		c->c_scope[n].si_name[len - pre] = '\0';
+		n++;
+		if (!end) {
+			c->c_scope_n = n;
+			return;
+		}
+		item = end + 1;
+	}
+	snprintf(line, sizeof(line),
+		 "libgc: bad LIBGC_SCOPE=\"%.64s\": expected " SCOPE_FORM
+		 ", at most %d items of at most %d bytes; grouping nothing (every request a direct call)",
+		 v, GC_SCOPE_ITEMS, GC_SCOPE_NAME - 1);
+	p->warn(line, p->ctx);
+	p->bad++;
+	memset(c->c_scope, 0, sizeof(c->c_scope));
+	c->c_scope_n = 0;
+	c->c_scope_bad = true;
+}
+
 #define MAX_US 10000000ULL /* 10 s: anything longer is a typo, not a wait */
 
 int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
@@ -225,5 +277,10 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		else
 			strcpy(c->c_stats_dir, v);
 	}
+	if ((i = parse_word(&p, "LIBGC_SITES", bools, 2, "0 or 1")) >= 0)
+		c->c_sites = i == 1;
+	v = get("LIBGC_SCOPE", ctx);
+	if (v)
+		parse_scope(&p, c, v);
 	return p.bad;
 }

@@ -14,6 +14,16 @@ enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG, GC_LOG
 /* The exit report's form: a short summary, the key=value line, JSON. */
 enum gc_report_fmt { GC_REPORT_HUMAN, GC_REPORT_KV, GC_REPORT_JSON };
 
+/* LIBGC_SCOPE: grouping limited to requests whose call chain passes through
+ * one of these libraries or functions. */
+#define GC_SCOPE_ITEMS 8
+#define GC_SCOPE_NAME 64
+enum gc_scope_kind { GC_SCOPE_LIB, GC_SCOPE_FN };
+struct gc_scope_item {
+	enum gc_scope_kind si_kind;
+	char si_name[GC_SCOPE_NAME];
+};
+
 struct gc_config {
 	bool c_disable;			/* LIBGC_DISABLE */
 	enum gc_osync_mode c_osync;	/* LIBGC_OSYNC */
@@ -26,6 +36,10 @@ struct gc_config {
 	bool c_report_all;		/* LIBGC_REPORT=all: processes with no sync call too */
 	bool c_stats;			/* LIBGC_STATS: the per-process stats segment */
 	char c_stats_dir[200];		/* LIBGC_STATS_DIR: "" is /dev/shm */
+	bool c_sites;			/* LIBGC_SITES: call sites of sync requests */
+	int c_scope_n;			/* LIBGC_SCOPE: items; 0 and !c_scope_bad: none */
+	bool c_scope_bad;		/* LIBGC_SCOPE did not parse: group nothing */
+	struct gc_scope_item c_scope[GC_SCOPE_ITEMS];
 	struct gc_policy_cfg c_policy;	/* LIBGC_POLICY, LIBGC_*WAIT*, LIBGC_SIBLINGS */
 	struct gc_dirty_cfg c_dirty;	/* LIBGC_DIRTY, LIBGC_DIRTY_TARGET_MS */
 };

@@ -109,7 +109,54 @@ Test(config, defaults)
 	cr_expect(c.c_policy.pc_probe, "the group-or-direct controller is on");
 	cr_expect_eq(c.c_dirty.dc_mode, GC_DIRTY_AUTO, "the dirty limiter is on");
 	cr_expect_eq(c.c_dirty.dc_target_ns, 100 * MS);
+	cr_expect(c.c_sites, "call sites are on by default");
+	cr_expect_eq(c.c_scope_n, 0, "no scope: everything may be grouped");
+	cr_expect_not(c.c_scope_bad);
 	expect_default_config(&c, "empty environment");
+}
+
+/* LIBGC_SCOPE: items kept in order; a bad value warns once and groups
+ * nothing rather than everything. */
+Test(config, scope_items)
+{
+	struct harness h = { 0 };
+	struct gc_config c;
+
+	set(&h, "LIBGC_SCOPE", "lib:libsqlite3.so,fn:wal_flush");
+	set(&h, "LIBGC_SITES", "0");
+	cr_expect_eq(parse(&h, &c), 0);
+	cr_expect_eq(h.nwarn, 0);
+	cr_expect_not(c.c_sites);
+	cr_assert_eq(c.c_scope_n, 2);
+	cr_expect_not(c.c_scope_bad);
+	cr_expect_eq(c.c_scope[0].si_kind, GC_SCOPE_LIB);
+	cr_expect_str_eq(c.c_scope[0].si_name, "libsqlite3.so");
+	cr_expect_eq(c.c_scope[1].si_kind, GC_SCOPE_FN);
+	cr_expect_str_eq(c.c_scope[1].si_name, "wal_flush");
+}
+
+Test(config, scope_bad_groups_nothing)
+{
+	static const char *const bad[] = {
+		"", "sql:libsqlite3.so", "lib:", "fn:", "lib:a,,fn:b", "lib:a,", ",fn:b",
+		"libsqlite3.so", "fn:a,fn:b,fn:c,fn:d,fn:e,fn:f,fn:g,fn:h,fn:i",
+		"fn:a_name_of_sixty_four_bytes_is_one_more_than_an_item_may_hold_xxx",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(bad); i++) {
+		struct harness h = { 0 };
+		struct gc_config c;
+
+		set(&h, "LIBGC_SCOPE", bad[i]);
+		cr_expect_eq(parse(&h, &c), 1, "\"%s\"", bad[i]);
+		cr_expect_eq(h.nwarn, 1, "\"%s\": one line", bad[i]);
+		cr_expect(h.nwarn && strstr(h.warn[0], "LIBGC_SCOPE") &&
+				  strstr(h.warn[0], "grouping nothing") && !strchr(h.warn[0], '\n'),
+			  "\"%s\": %s", bad[i], h.warn[0]);
+		cr_expect(c.c_scope_bad, "\"%s\": a bad scope groups nothing", bad[i]);
+		cr_expect_eq(c.c_scope_n, 0, "\"%s\"", bad[i]);
+	}
 }
 
 /* The parser reads its lookup only, never the process environment, and asks
@@ -342,6 +389,9 @@ ParameterizedTestParameters(config, bad_values)
 		{ "LIBGC_REPORT", "-", "1|absolute path" },
 		{ "LIBGC_REPORT", "2", "1|absolute path" },
 		{ "LIBGC_REPORT", "yes", "1|absolute path" },
+		{ "LIBGC_SITES", "2", "0|1" },
+		{ "LIBGC_SITES", "on", "0|1" },
+		{ "LIBGC_SITES", "", "0|1" },
 	};
 
 	return cr_make_param_array(struct bad_case, cases, ARRAY_LEN(cases));
