@@ -29,13 +29,17 @@ LIBCFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec
 lazy = $(eval $(1) := $$(shell $(2)))$($(1))
 CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+# libunwind names the call sites of sync requests (core/sites.c); without
+# its headers the library builds with call sites off.
+UNW_LIBS    = $(call lazy,UNW_LIBS,pkg-config --exists libunwind 2>/dev/null && \
+		(pkg-config --libs libunwind 2>/dev/null || echo -lunwind))
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
 	      policy/dirty.c core/dirty.c \
 	      journal/domain.c journal/segment.c core/devstats.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/txn.c journal/commit.c journal/peers.c \
-	      journal/fork.c shim/real.c shim/init.c shim/report.c \
+	      journal/fork.c core/sites.c shim/real.c shim/init.c shim/report.c \
 	      shim/io.c shim/sync.c shim/open.c shim/exec.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
@@ -60,7 +64,7 @@ $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 $(LIB): $(LIB_OBJS) $(B)/libgc.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) -shared -Wl,-z,defs -Wl,--version-script=$(B)/libgc.map \
-		-o $@ $(LIB_OBJS) -ldl -lpthread
+		-o $@ $(LIB_OBJS) $(UNW_LIBS) -ldl -lpthread
 
 # Unit tests: Criterion suites linked against the objects, never preloaded.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -81,7 +85,7 @@ $(B)/tests/stress/stress_%: tests/stress/stress_%.c $(LIB_OBJS)
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) \
-		-ldl -lpthread
+		$(UNW_LIBS) -ldl -lpthread
 ALL_BINS   += $(STRESS_BINS)
 TEST_SUITES += $(STRESS_BINS)
 

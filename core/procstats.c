@@ -145,6 +145,9 @@ static void fill_identity(struct gc_ps_seg *s, int32_t pid)
 	s->ps_nfields = GC_STATS_NFIELDS;
 	s->ps_nbuckets = GC_HIST_BUCKETS;
 	s->ps_nerrnos = GC_ERRNO_SLOTS;
+	s->ps_nsites = GC_SITES;
+	s->ps_site_depth = GC_SITE_DEPTH;
+	s->ps_site_hist = GC_SITE_HIST;
 	n = slurp("/proc/self/comm", s->ps_comm, sizeof(s->ps_comm));
 	if (n > 0 && s->ps_comm[n - 1] == '\n')
 		s->ps_comm[n - 1] = '\0';
@@ -209,6 +212,7 @@ void gc_ps_ensure(void)
 	ps_owner = pid;
 	fill_identity(ps_seg, pid);
 	__atomic_store_n(&gc_stats_base, ps_seg->ps_shards, __ATOMIC_RELEASE);
+	__atomic_store_n(&gc_sites_base, &ps_seg->ps_sites, __ATOMIC_RELEASE);
 	__atomic_store_n(&ps_state, PS_READY, __ATOMIC_RELEASE);
 	ps_making = 0;
 	errno = saved;
@@ -236,6 +240,7 @@ void gc_ps_atfork_child(void)
 
 	/* gc_stats_reset, the caller, zeroes the private shards next */
 	__atomic_store_n(&gc_stats_base, gc_stats_private_shards(), __ATOMIC_RELEASE);
+	__atomic_store_n(&gc_sites_base, gc_sites_private(), __ATOMIC_RELEASE);
 	gc_stat_slot = 0;
 	ps_seg = NULL;
 	if (s) {
@@ -246,12 +251,12 @@ void gc_ps_atfork_child(void)
 		__atomic_store_n(&ps_state, PS_IDLE, __ATOMIC_RELEASE);
 }
 
-int gc_ps_read(const char *path, struct gc_ps_snap *out)
+/* Maps and checks the segment @path; the caller unguards and unmaps. */
+static int ps_map(const char *path, struct gc_ps_seg **out)
 {
 	struct gc_ps_seg *s;
 	struct stat st;
-	uint64_t seq;
-	int fd, tries;
+	int fd;
 
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -266,7 +271,6 @@ int gc_ps_read(const char *path, struct gc_ps_snap *out)
 	if (s == MAP_FAILED)
 		return -errno;
 	gc_bus_guard(s, sizeof(*s), NULL); /* its writer may cut it short */
-	memset(out, 0, sizeof(*out));
 	if (__atomic_load_n(&s->ps_magic, __ATOMIC_ACQUIRE) != GC_PS_MAGIC) {
 		gc_bus_unguard(s);
 		munmap(s, sizeof(*s));
@@ -274,11 +278,33 @@ int gc_ps_read(const char *path, struct gc_ps_snap *out)
 	}
 	if (s->ps_version != GC_PS_VERSION || s->ps_size != sizeof(*s) ||
 	    s->ps_nshards != GC_STAT_SHARDS || s->ps_nfields != GC_STATS_NFIELDS ||
-	    s->ps_nbuckets != GC_HIST_BUCKETS || s->ps_nerrnos != GC_ERRNO_SLOTS) {
+	    s->ps_nbuckets != GC_HIST_BUCKETS || s->ps_nerrnos != GC_ERRNO_SLOTS ||
+	    s->ps_nsites != GC_SITES || s->ps_site_depth != GC_SITE_DEPTH ||
+	    s->ps_site_hist != GC_SITE_HIST) {
 		gc_bus_unguard(s);
 		munmap(s, sizeof(*s));
 		return -EPROTO;
 	}
+	*out = s;
+	return 0;
+}
+
+static void ps_unmap(struct gc_ps_seg *s)
+{
+	gc_bus_unguard(s);
+	munmap(s, sizeof(*s));
+}
+
+int gc_ps_read(const char *path, struct gc_ps_snap *out)
+{
+	struct gc_ps_seg *s;
+	uint64_t seq;
+	int tries, r;
+
+	memset(out, 0, sizeof(*out));
+	r = ps_map(path, &s);
+	if (r < 0)
+		return r;
 	for (tries = 0; tries < 100; tries++) {
 		seq = __atomic_load_n(&s->ps_seq, __ATOMIC_ACQUIRE);
 		if (seq & 1)
@@ -298,7 +324,34 @@ int gc_ps_read(const char *path, struct gc_ps_snap *out)
 	out->sn_cmd[sizeof(out->sn_cmd) - 1] = '\0';
 	gc_stats_sum_shards(s->ps_shards, GC_STAT_SHARDS, &out->sn_s, out->sn_hist,
 			    out->sn_errno);
-	gc_bus_unguard(s);
-	munmap(s, sizeof(*s));
+	ps_unmap(s);
 	return tries < 100 ? 0 : -EAGAIN;
+}
+
+int gc_ps_read_sites(const char *path, struct gc_ps_sites *out)
+{
+	struct gc_ps_seg *s;
+	int i, r;
+
+	memset(out, 0, sizeof(*out));
+	r = ps_map(path, &s);
+	if (r < 0)
+		return r;
+	for (i = 0; i < GC_SITES; i++) {
+		const struct gc_site_desc *d = &s->ps_sites.sa_desc[i];
+		struct gc_site_desc *o = &out->ss_desc[i];
+
+		if (!__atomic_load_n(&d->sd_ready, __ATOMIC_ACQUIRE))
+			continue;
+		memcpy(o, d, sizeof(*o));
+		o->sd_ready = 1;
+		if (o->sd_depth > GC_SITE_DEPTH)
+			o->sd_depth = GC_SITE_DEPTH;
+		o->sd_fn[sizeof(o->sd_fn) - 1] = '\0';
+		o->sd_lib[sizeof(o->sd_lib) - 1] = '\0';
+		o->sd_chain[sizeof(o->sd_chain) - 1] = '\0';
+	}
+	gc_sites_sum(&s->ps_sites, out->ss_ctr);
+	ps_unmap(s);
+	return 0;
 }

@@ -11,12 +11,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/sites.h"
 #include "core/stats.h"
 
 #define GC_PS_DIR "/dev/shm"
 #define GC_PS_PREFIX "libgc.stats-"
 #define GC_PS_MAGIC 0x3173747370636700ULL /* "\0gcpsts1" */
-#define GC_PS_VERSION 1
+#define GC_PS_VERSION 2 /* 2: the call-site table */
 
 struct gc_ps_seg {
 	uint64_t ps_magic;	/* written last: 0 while being made */
@@ -31,7 +32,9 @@ struct gc_ps_seg {
 	uint32_t ps_nshards, ps_nfields, ps_nbuckets, ps_nerrnos;
 	char ps_comm[16];
 	char ps_cmd[160];	/* command line, arguments joined by spaces */
+	uint32_t ps_nsites, ps_site_depth, ps_site_hist, ps_pad;
 	struct gc_stats_shard ps_shards[GC_STAT_SHARDS] __attribute__((aligned(64)));
+	struct gc_site_area ps_sites;	/* call sites (core/sites.h) */
 };
 
 /* Library start-up: @on from LIBGC_STATS, @dir from LIBGC_STATS_DIR (NULL:
@@ -67,6 +70,14 @@ struct gc_ps_snap {
 /* Reads the segment @path: 0, or -errno (-EPROTO: not a valid segment,
  * -EAGAIN: being made or written). Untrusted input: only copied. */
 int gc_ps_read(const char *path, struct gc_ps_snap *out);
+/* A reader's copy of the call sites: names only of rows marked ready,
+ * NUL-terminated; counters summed over the shards. */
+struct gc_ps_sites {
+	struct gc_site_desc ss_desc[GC_SITES];
+	struct gc_site_ctr ss_ctr[GC_SITE_ROWS];
+};
+/* Reads the call sites of the segment @path: 0 or -errno as gc_ps_read. */
+int gc_ps_read_sites(const char *path, struct gc_ps_sites *out);
 /* /proc/@pid/stat's start time, 0 when the process is gone. */
 uint64_t gc_ps_starttime(int32_t pid);
 /* This process's pid namespace inode. */

@@ -6,11 +6,22 @@
 #include <unistd.h>
 
 #include "core/procstats.h"
+#include "core/sites.h"
 
 static struct gc_stats_shard gc_stats_private[GC_STAT_SHARDS];
 struct gc_stats_shard *gc_stats_base = gc_stats_private;
 __thread unsigned int gc_stat_slot __attribute__((tls_model("initial-exec")));
 static unsigned int gc_stat_next;
+
+static struct gc_site_area gc_sites_priv;
+struct gc_site_area *gc_sites_base = &gc_sites_priv;
+__thread struct gc_req_note gc_req_note __attribute__((tls_model("initial-exec")));
+int gc_sites_timing;
+
+struct gc_site_area *gc_sites_private(void)
+{
+	return &gc_sites_priv;
+}
 
 struct gc_stats_shard *gc_stats_private_shards(void)
 {
@@ -99,6 +110,7 @@ void gc_stats_request_end(uint64_t ns, int r)
 
 void gc_stats_handle_served(void)
 {
+	gc_req_note.rn_served = 1;
 	gc_stat_inc(committed);
 }
 
@@ -156,6 +168,7 @@ void gc_stats_reset(void)
 {
 	gc_ps_atfork_child();
 	memset(gc_stats_private, 0, sizeof(gc_stats_private));
+	memset(&gc_sites_priv, 0, sizeof(gc_sites_priv));
 }
 
 int gc_stats_format(char *buf, size_t len)
@@ -169,5 +182,58 @@ int gc_stats_format(char *buf, size_t len)
 	for (k = 0; k < GC_STATS_NFIELDS && n >= 0 && (size_t)n < len; k++)
 		n += snprintf(buf + n, len - (size_t)n, " %s=%llu", gc_stats_names[k],
 			      (unsigned long long)v[k]);
+	return n;
+}
+
+uint64_t gc_site_hist_pct(const uint64_t *h, unsigned int pct)
+{
+	uint64_t n = 0, want, seen = 0, lo, hi;
+	unsigned int b;
+
+	for (b = 0; b < GC_SITE_HIST; b++)
+		n += h[b];
+	if (!n)
+		return 0;
+	want = (n * pct + 99) / 100;
+	if (!want)
+		want = 1;
+	for (b = 0; b < GC_SITE_HIST - 1; b++) {
+		seen += h[b];
+		if (seen >= want)
+			break;
+	}
+	/* site bucket b holds the stats buckets 2b and 2b + 1 */
+	lo = gc_hist_bucket_low(2 * b);
+	hi = gc_hist_bucket_low(2 * b + 2);
+	return lo + (hi - lo) / 2;
+}
+
+void gc_sites_sum(const struct gc_site_area *a, struct gc_site_ctr *out)
+{
+	unsigned int s, r, k;
+
+	for (s = 0; s < GC_STAT_SHARDS; s++)
+		for (r = 0; r < GC_SITE_ROWS; r++) {
+			const uint64_t *src = (const uint64_t *)&a->sa_ctr[s][r];
+			uint64_t *dst = (uint64_t *)&out[r];
+
+			for (k = 0; k < sizeof(struct gc_site_ctr) / sizeof(uint64_t); k++)
+				dst[k] += __atomic_load_n(&src[k], __ATOMIC_RELAXED);
+		}
+}
+
+int gc_sites_rank(const struct gc_site_ctr *ctr, int *order)
+{
+	int n = 0, i, j, t;
+
+	for (i = 0; i < GC_SITE_ROWS; i++)
+		if (ctr[i].sc_requests)
+			order[n++] = i;
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && ctr[order[j - 1]].sc_requests < ctr[order[j]].sc_requests; j--) {
+			t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
 	return n;
 }

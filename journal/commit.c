@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "core/sys.h"
 #include "journal/domain.h"
@@ -47,8 +48,18 @@ int gc_commit_pending_error(int fd)
 
 int gc_commit_direct(int fd, bool datasync)
 {
+	uint64_t t0;
+	int r;
+
 	gc_stat_inc(direct);
-	return real_sync(fd, datasync);
+	gc_req_note.rn_direct = 1;
+	if (!__atomic_load_n(&gc_sites_timing, __ATOMIC_RELAXED))
+		return real_sync(fd, datasync);
+	/* a call site's commit time: the real call */
+	t0 = gc_now_ns();
+	r = real_sync(fd, datasync);
+	gc_req_note.rn_commit_ns = gc_now_ns() - t0;
+	return r;
 }
 
 /* Errors that belong to the inode, and so to every request the call

@@ -18,6 +18,7 @@
 #include "core/devstats.h"
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "core/sys.h"
 #include "journal/domain.h"
@@ -254,6 +255,12 @@ int gc_sync_direct(int fd, bool datasync, enum gc_origin origin)
 	return gc_commit_direct(fd, datasync);
 }
 
+int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
+{
+	gc_stat_inc(scoped_out);
+	return gc_sync_direct(fd, datasync, origin);
+}
+
 int gc_sync(int fd, bool datasync, enum gc_origin origin)
 {
 	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
@@ -316,8 +323,12 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		return gc_commit_direct(fd, datasync);
 	}
 	r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
-	if (owner || r != GC_ORPHAN)
+	if (owner || r != GC_ORPHAN) {
 		gc_stats_handle_served(); /* served by a commit, counted here */
+		/* for its call site: from the covering commit's close on */
+		if (gc_sites_timing && h.h_close_ns)
+			gc_req_note.rn_commit_ns = gc_now_ns() - h.h_close_ns;
+	}
 	if (owner) {
 		r = h.h_own; /* its own real call, and its own pending error */
 	} else if (r == GC_ORPHAN) {

@@ -17,6 +17,10 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin);
  * for nested calls and signal handlers. Counted like any request. */
 int gc_sync_direct(int fd, bool datasync, enum gc_origin origin);
 
+/* A request that LIBGC_SCOPE keeps out of grouping: its own real call at
+ * once, counted as direct and as scoped out. */
+int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin);
+
 /* fork handling (registered by the library constructor). */
 void gc_journal_atfork_prepare(void);
 void gc_journal_atfork_parent(void);

@@ -493,6 +493,7 @@ int gc_handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 	}
 	*owner = h->h_own != INT_MIN;
 	if (!h->h_done && gc_handle_valid(h)) {
+		h->h_close_ns = t->t_close_ns;
 		t->t_hents[h->h_ent].he_used = 0;
 		if (!--t->t_refs && t->t_state == T_DONE)
 			t->t_state = T_FREE;

@@ -24,6 +24,7 @@ struct gc_handle {
 	int32_t h_pid;
 	bool h_done;		/* left the transaction: nothing to undo */
 	int h_own;		/* own real call's result when this handle was owner */
+	uint64_t h_close_ns;	/* its transaction's close, read at collect (0: unknown) */
 };
 
 /* Indices read from a domain were checked after the lock was taken

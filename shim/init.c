@@ -16,6 +16,7 @@
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/procstats.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
@@ -80,6 +81,7 @@ static void do_init(void)
 	gc_report_setup();
 	gc_ps_configure(gc_cfg.c_stats && !gc_disabled,
 			gc_cfg.c_stats_dir[0] ? gc_cfg.c_stats_dir : NULL);
+	gc_sites_configure(gc_cfg.c_sites && !gc_disabled, &gc_cfg);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
 	       gc_policy_name(gc_cfg.c_policy.pc_kind),

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/dirty.h"
 #include "core/fdtable.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
@@ -45,12 +46,18 @@ static int sync_fd(int fd, bool full)
 		/* Nested or from a signal handler: no coordinator here. */
 		r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
 	} else {
-		uint64_t t0 = gc_now_ns();
+		uint64_t t0 = gc_now_ns(), ns;
+		bool grouped;
+		int site;
 
 		gc_depth++;
-		r = gc_sync(fd, !full, GC_FROM_OSYNC);
+		site = gc_site_begin(&grouped);
+		r = grouped ? gc_sync(fd, !full, GC_FROM_OSYNC)
+			    : gc_sync_scoped_out(fd, !full, GC_FROM_OSYNC);
+		ns = gc_now_ns() - t0;
+		gc_site_end(site, ns, !grouped);
 		gc_depth--;
-		gc_stats_request_end(gc_now_ns() - t0, r);
+		gc_stats_request_end(ns, r);
 	}
 	return e < 0 ? e : r;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/procstats.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "shim/shim.h"
 
@@ -162,6 +163,46 @@ static const char *dur(char *out, size_t len, uint64_t ns)
 	return out;
 }
 
+/* The names of row @r: the other row has none. */
+static const struct gc_site_desc *site_desc(const struct gc_site_area *a, int r)
+{
+	return r < GC_SITES && __atomic_load_n(&a->sa_desc[r].sd_ready, __ATOMIC_ACQUIRE)
+		       ? &a->sa_desc[r]
+		       : NULL;
+}
+
+/* "libgc: pid N (comm): top call sites: fn (lib+0xoff) 12 requests, ..." */
+static void human_sites(struct buf *b, int pid, const char *comm, const struct gc_site_area *a,
+			const struct gc_site_ctr *ctr)
+{
+	int order[GC_SITE_ROWS], n = gc_sites_rank(ctr, order), i;
+	char d1[32], d2[32];
+
+	if (!n)
+		return;
+	bprintf(b, "libgc: pid %d (%s): top call sites:", pid, comm);
+	for (i = 0; i < n && i < 3; i++) {
+		const struct gc_site_ctr *c = &ctr[order[i]];
+		const struct gc_site_desc *d = site_desc(a, order[i]);
+
+		if (d)
+			bprintf(b, "%s %s (%s+0x%llx)", i ? ";" : "", d->sd_fn, d->sd_lib,
+				(unsigned long long)d->sd_off);
+		else
+			bprintf(b, "%s %s", i ? ";" : "",
+				order[i] == GC_SITE_OTHER ? "(other sites)" : "(unnamed)");
+		bprintf(b, " %llu requests, waited %s mean, p99 %s",
+			(unsigned long long)c->sc_requests,
+			dur(d1, sizeof(d1), c->sc_wait_ns / c->sc_requests),
+			dur(d2, sizeof(d2), gc_site_hist_pct(c->sc_hist, 99)));
+		if (c->sc_scoped_out)
+			bprintf(b, ", %llu out of LIBGC_SCOPE", (unsigned long long)c->sc_scoped_out);
+	}
+	if (n > 3)
+		bprintf(b, "; %d more", n - 3);
+	bprintf(b, "\n");
+}
+
 static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
 		      uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs)
 {
@@ -182,6 +223,8 @@ static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_
 	if (other)
 		bprintf(b, ", %llu other (failed before a call, or not counted)",
 			(unsigned long long)other);
+	if (s->scoped_out)
+		bprintf(b, " (%llu out of LIBGC_SCOPE)", (unsigned long long)s->scoped_out);
 	bprintf(b, "; %llu commits; waited %s in all", (unsigned long long)s->commits,
 		dur(d1, sizeof(d1), s->wait_ns));
 	if (gc_hist_total(h[GC_H_WAIT]))
@@ -226,8 +269,34 @@ static void json_hist(struct buf *b, const char *name, const uint64_t *h)
 		(unsigned long long)gc_hist_pct(h, 90), (unsigned long long)gc_hist_pct(h, 99));
 }
 
+/* The call sites, most requests first: one object each. */
+static void json_sites(struct buf *b, const struct gc_site_area *a, const struct gc_site_ctr *ctr)
+{
+	int order[GC_SITE_ROWS], n = gc_sites_rank(ctr, order), i;
+
+	for (i = 0; i < n; i++) {
+		const struct gc_site_ctr *c = &ctr[order[i]];
+		const struct gc_site_desc *d = site_desc(a, order[i]);
+
+		bprintf(b, "%s{\"fn\":", i ? "," : "");
+		bjson_str(b, d ? d->sd_fn : order[i] == GC_SITE_OTHER ? "(other)" : "?");
+		bprintf(b, ",\"lib\":");
+		bjson_str(b, d ? d->sd_lib : "");
+		bprintf(b, ",\"offset\":\"0x%llx\",\"chain\":", d ? (unsigned long long)d->sd_off : 0ULL);
+		bjson_str(b, d ? d->sd_chain : "");
+		bprintf(b, ",\"requests\":%llu,\"direct\":%llu,\"committed\":%llu,\"scoped_out\":%llu"
+			   ",\"wait_ns\":%llu,\"wait_p99_ns\":%llu,\"commit_ns\":%llu}",
+			(unsigned long long)c->sc_requests, (unsigned long long)c->sc_direct,
+			(unsigned long long)c->sc_committed, (unsigned long long)c->sc_scoped_out,
+			(unsigned long long)c->sc_wait_ns,
+			(unsigned long long)gc_site_hist_pct(c->sc_hist, 99),
+			(unsigned long long)c->sc_commit_ns);
+	}
+}
+
 static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
-		     uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs)
+		     uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs,
+		     const struct gc_site_area *a, const struct gc_site_ctr *ctr)
 {
 	const uint64_t *v = (const uint64_t *)s;
 	struct timespec ts;
@@ -270,15 +339,19 @@ static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_s
 				(unsigned long long)gc_sym_calls[e]);
 			first = 0;
 		}
-	bprintf(b, "}}\n");
+	bprintf(b, "},\"sites\":[");
+	json_sites(b, a, ctr);
+	bprintf(b, "]}\n");
 }
 
 /* Writes the report once per process; safe from exit handlers and from
  * _exit (raw system calls, no lock, no allocation). */
 static void report(void)
 {
-	static char text[16384];
+	static char text[65536];
 	static struct gc_stats s;
+	static struct gc_site_ctr sites[GC_SITE_ROWS];
+	const struct gc_site_area *area = __atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE);
 	static uint64_t hists[GC_H_COUNT][GC_HIST_BUCKETS];
 	static uint64_t errs[GC_ERRNO_SLOTS];
 	struct buf b = { .b = text, .len = sizeof(text) };
@@ -288,6 +361,11 @@ static void report(void)
 	if (__atomic_exchange_n(&rep_done, 1, __ATOMIC_ACQ_REL))
 		return;
 	gc_stats_sum_all(&s, hists, errs);
+	/* rows counted before the segment existed stay in private memory */
+	memset(sites, 0, sizeof(sites));
+	gc_sites_sum(gc_sites_private(), sites);
+	if (area != gc_sites_private())
+		gc_sites_sum(area, sites);
 	if (!gc_cfg.c_report_all && !gc_stats_requests(&s) && !s.pass_sync &&
 	    !s.pass_syncfs && !s.pass_msync && !s.pass_sync_file_range)
 		return;
@@ -295,12 +373,13 @@ static void report(void)
 	switch (gc_cfg.c_report_fmt) {
 	case GC_REPORT_HUMAN:
 		fmt_human(&b, pid, comm, &s, hists, errs);
+		human_sites(&b, pid, comm, area, sites);
 		break;
 	case GC_REPORT_KV:
 		fmt_kv(&b);
 		break;
 	case GC_REPORT_JSON:
-		fmt_json(&b, pid, comm, &s, hists, errs);
+		fmt_json(&b, pid, comm, &s, hists, errs, area, sites);
 		break;
 	}
 	if (!b.n)

@@ -11,22 +11,28 @@
 
 #include "core/clock.h"
 #include "core/dirty.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
 static int sync_common(int fd, bool datasync)
 {
-	int saved = errno, r, e;
-	uint64_t t0;
+	enum gc_origin origin = datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC;
+	int saved = errno, r, e, site;
+	uint64_t t0, ns;
+	bool grouped;
 
 	pthread_testcancel();
 	/* dirty limiter: a writeback error its wait consumed is this call's */
 	e = gc_dirty_take_error(fd);
 	gc_depth++;
 	t0 = gc_now_ns();
-	r = gc_sync(fd, datasync, datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC);
-	gc_stats_request_end(gc_now_ns() - t0, r);
+	site = gc_site_begin(&grouped);
+	r = grouped ? gc_sync(fd, datasync, origin) : gc_sync_scoped_out(fd, datasync, origin);
+	ns = gc_now_ns() - t0;
+	gc_stats_request_end(ns, r);
+	gc_site_end(site, ns, !grouped);
 	gc_depth--;
 	if (e < 0)
 		r = e;

@@ -1,0 +1,346 @@
+/* Capture of call sites with libunwind, on the sync path only: the chain of
+ * return addresses outside this library (unw_backtrace's cached fast trace,
+ * about a hundred nanoseconds), each return address named once (libunwind's
+ * procedure name, dladdr's object) in a fixed private cache, each distinct
+ * chain once in the site table, and LIBGC_SCOPE's verdict from those names.
+ * No malloc and no lock of ours: tables are claimed with compare-and-swap;
+ * libunwind caches per thread, maps files with mmap and opens them through
+ * the wrappers, which the depth guard passes straight through. */
+#define UNW_LOCAL_ONLY
+#include "core/sites.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include(<libunwind.h>)
+#include <libunwind.h>
+#define GC_HAVE_UNWIND 1
+#endif
+#endif
+
+#include "core/config.h"
+
+static int sites_on;		/* LIBGC_SITES */
+static int scope_n;		/* LIBGC_SCOPE items */
+static bool scope_bad;		/* LIBGC_SCOPE did not parse: nothing grouped */
+static const struct gc_scope_item *scope;
+static uintptr_t self_lo, self_hi; /* this library's code: frames skipped */
+
+/* Return addresses named: private (the names are this image's). */
+#define IPC_SIZE 512
+#define IPC_PROBES 16
+struct ipc_ent {
+	uint64_t ic_ip;		/* 0: free */
+	uint32_t ic_ready;
+	uint32_t ic_scope;	/* 1: the frame is in LIBGC_SCOPE */
+	uint64_t ic_off;	/* ip - the base of its object */
+	char ic_fn[56];
+	char ic_lib[56];
+};
+static struct ipc_ent ipc[IPC_SIZE];
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
+		    me < lo + ph->p_memsz) {
+			self_lo = lo;
+			self_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void gc_sites_configure(bool on, const void *cfgp)
+{
+	const struct gc_config *c = cfgp;
+
+	scope = c->c_scope;
+	scope_n = c->c_scope_n;
+	scope_bad = c->c_scope_bad;
+#ifdef GC_HAVE_UNWIND
+	sites_on = on;
+	if (!sites_on && !scope_n)
+		return;
+	/* per-thread caches take no lock and block no signals */
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&gc_sites_configure);
+	__atomic_store_n(&gc_sites_timing, 1, __ATOMIC_RELEASE);
+#else
+	/* without libunwind no chain is known: a scope groups nothing */
+	sites_on = 0;
+	if (scope_n)
+		scope_bad = true;
+	scope_n = 0;
+#endif
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static bool lib_matches(const char *base, const char *want)
+{
+	size_t n = strlen(want);
+
+	/* libsqlite3.so names libsqlite3.so.0.8.6 too */
+	return !strncmp(base, want, n) && (base[n] == '\0' || base[n] == '.');
+}
+
+static uint32_t in_scope(const struct ipc_ent *e)
+{
+	int i;
+
+	for (i = 0; i < scope_n; i++)
+		if (scope[i].si_kind == GC_SCOPE_FN ? !strcmp(e->ic_fn, scope[i].si_name)
+						    : lib_matches(e->ic_lib, scope[i].si_name))
+			return 1;
+	return 0;
+}
+
+/* Names the return address @ip: its function (the symbol tables libunwind
+ * reads, static functions included; else the dynamic symbol) and object. */
+static void name_ip(uint64_t ip, struct ipc_ent *e)
+{
+	const char *fn = "?", *lib = "?", *slash;
+	Dl_info di;
+#ifdef GC_HAVE_UNWIND
+	unw_context_t ctx;
+	unw_cursor_t cur;
+	unw_word_t off;
+	unw_proc_info_t pi;
+	char buf[sizeof(e->ic_fn)];
+#endif
+
+	e->ic_off = ip;
+	/* the call instruction, not what follows it (a noreturn call may end
+	 * its function) */
+	memset(&di, 0, sizeof(di));
+	if (dladdr((void *)(uintptr_t)(ip - 1), &di)) {
+		if (di.dli_fname && di.dli_fname[0]) {
+			slash = strrchr(di.dli_fname, '/');
+			lib = slash ? slash + 1 : di.dli_fname;
+		}
+		e->ic_off = ip - (uint64_t)(uintptr_t)di.dli_fbase;
+		if (di.dli_sname)
+			fn = di.dli_sname;
+	}
+#ifdef GC_HAVE_UNWIND
+	/* libunwind takes the nearest symbol below: in a stripped library
+	 * that is some exported function before a static one. The name is
+	 * kept only where the symbol starts where the unwind information
+	 * says the procedure does. */
+	if (!di.dli_sname && unw_getcontext(&ctx) == 0 && unw_init_local(&cur, &ctx) == 0 &&
+	    unw_set_reg(&cur, UNW_REG_IP, (unw_word_t)(ip - 1)) == 0 &&
+	    unw_get_proc_name(&cur, buf, sizeof(buf), &off) == 0 && buf[0] &&
+	    unw_get_proc_info(&cur, &pi) == 0 && pi.start_ip == ip - 1 - off)
+		fn = buf;
+#endif
+	copy_name(e->ic_fn, sizeof(e->ic_fn), fn);
+	copy_name(e->ic_lib, sizeof(e->ic_lib), lib);
+	e->ic_scope = in_scope(e);
+}
+
+static unsigned int mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (unsigned int)x;
+}
+
+/* The named entry of @ip: from the cache, or named now (into the cache
+ * when there is room, else into @tmp). */
+static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp)
+{
+	unsigned int h = mix(ip), i;
+
+	for (i = 0; i < IPC_PROBES; i++) {
+		struct ipc_ent *e = &ipc[(h + i) % IPC_SIZE];
+		uint64_t k = __atomic_load_n(&e->ic_ip, __ATOMIC_ACQUIRE), zero = 0;
+
+		if (k == ip) {
+			if (__atomic_load_n(&e->ic_ready, __ATOMIC_ACQUIRE))
+				return e;
+			break; /* another thread names it: do it here too */
+		}
+		if (k)
+			continue;
+		if (__atomic_compare_exchange_n(&e->ic_ip, &zero, ip, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			name_ip(ip, e);
+			__atomic_store_n(&e->ic_ready, 1, __ATOMIC_RELEASE);
+			return e;
+		}
+		if (zero == ip)
+			break;
+	}
+	name_ip(ip, tmp);
+	return tmp;
+}
+
+/* The return addresses outside this library, innermost first. */
+static int capture(uint64_t *pcs, int max)
+{
+#ifdef GC_HAVE_UNWIND
+	void *buf[GC_SITE_FRAMES + 8];
+	int n = unw_backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0]))), i = 0, k = 0;
+
+	while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
+		i++;
+	for (; i < n && k < max; i++)
+		pcs[k++] = (uint64_t)(uintptr_t)buf[i];
+	return k;
+#else
+	return 0;
+#endif
+}
+
+static uint64_t chain_key(const uint64_t *pcs, int n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		h ^= pcs[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= (uint64_t)n;
+	return h ? h : 1;
+}
+
+static void name_site(struct gc_site_desc *d, const uint64_t *pcs, int n)
+{
+	struct ipc_ent tmp;
+	const struct ipc_ent *e;
+	size_t used = 0, len;
+	char name[sizeof(tmp.ic_fn) + 24];
+	int i;
+
+	d->sd_depth = (uint32_t)n;
+	for (i = 0; i < n; i++)
+		d->sd_pc[i] = pcs[i];
+	copy_name(d->sd_fn, sizeof(d->sd_fn), "?");
+	copy_name(d->sd_lib, sizeof(d->sd_lib), "?");
+	d->sd_chain[0] = '\0';
+	for (i = 0; i < n; i++) {
+		e = ip_get(pcs[i], &tmp);
+		if (!i) {
+			copy_name(d->sd_fn, sizeof(d->sd_fn), e->ic_fn);
+			copy_name(d->sd_lib, sizeof(d->sd_lib), e->ic_lib);
+			d->sd_off = e->ic_off;
+		}
+		/* a function without a name: its object and offset */
+		if (strcmp(e->ic_fn, "?"))
+			copy_name(name, sizeof(name), e->ic_fn);
+		else
+			snprintf(name, sizeof(name), "%s+0x%llx", e->ic_lib,
+				 (unsigned long long)e->ic_off);
+		len = strlen(name);
+		if (used + len + 4 >= sizeof(d->sd_chain))
+			break;
+		if (i) {
+			memcpy(d->sd_chain + used, " < ", 3);
+			used += 3;
+		}
+		memcpy(d->sd_chain + used, name, len);
+		used += len;
+		d->sd_chain[used] = '\0';
+	}
+}
+
+/* The row of the chain @pcs in @a, claimed and named on first sight; the
+ * other row when the table is full. Another process of this user may
+ * scribble on the table: a row found is always in range, and a wrong one
+ * only misattributes counts. */
+static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
+{
+	uint64_t key = chain_key(pcs, n);
+	unsigned int h = (unsigned int)(key % GC_SITES), i;
+
+	for (i = 0; i < GC_SITES; i++) {
+		unsigned int ix = (h + i) % GC_SITES;
+		struct gc_site_desc *d = &a->sa_desc[ix];
+		uint64_t k = __atomic_load_n(&d->sd_key, __ATOMIC_ACQUIRE), zero = 0;
+
+		if (k == key)
+			return (int)ix;
+		if (k)
+			continue;
+		if (__atomic_compare_exchange_n(&d->sd_key, &zero, key, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			name_site(d, pcs, n);
+			__atomic_store_n(&d->sd_ready, 1, __ATOMIC_RELEASE);
+			return (int)ix;
+		}
+		if (zero == key)
+			return (int)ix;
+	}
+	return GC_SITE_OTHER;
+}
+
+int gc_site_begin(bool *grouped)
+{
+	uint64_t pcs[GC_SITE_FRAMES];
+	struct ipc_ent tmp;
+	int n, i;
+
+	memset(&gc_req_note, 0, sizeof(gc_req_note));
+	*grouped = !scope_bad;
+	if (!sites_on && !scope_n)
+		return -1;
+	/* the thread's first count makes the stats segment: the table used
+	 * from here on is the segment's */
+	(void)gc_stats_shard_mine();
+	n = capture(pcs, scope_n ? GC_SITE_FRAMES : GC_SITE_DEPTH);
+	if (scope_n) {
+		*grouped = false;
+		for (i = 0; i < n && !*grouped; i++)
+			*grouped = ip_get(pcs[i], &tmp)->ic_scope != 0;
+	}
+	if (!sites_on)
+		return -1;
+	return site_row(__atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE), pcs,
+			n < GC_SITE_DEPTH ? n : GC_SITE_DEPTH);
+}
+
+void gc_site_end(int row, uint64_t ns, bool scoped_out)
+{
+	struct gc_site_ctr *c;
+	uint64_t commit = gc_req_note.rn_commit_ns;
+	unsigned int slot;
+
+	if (row < 0 || row >= GC_SITE_ROWS)
+		return;
+	slot = gc_stat_slot ? gc_stat_slot : gc_stat_slot_assign();
+	c = &__atomic_load_n(&gc_sites_base, __ATOMIC_RELAXED)
+		     ->sa_ctr[(slot - 1) % GC_STAT_SHARDS][row];
+	if (commit > ns) /* a peer's clock or a scribbled close time */
+		commit = ns;
+	__atomic_fetch_add(&c->sc_requests, 1, __ATOMIC_RELAXED);
+	if (gc_req_note.rn_served)
+		__atomic_fetch_add(&c->sc_committed, 1, __ATOMIC_RELAXED);
+	else if (gc_req_note.rn_direct)
+		__atomic_fetch_add(&c->sc_direct, 1, __ATOMIC_RELAXED);
+	if (scoped_out)
+		__atomic_fetch_add(&c->sc_scoped_out, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->sc_wait_ns, ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->sc_commit_ns, commit, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->sc_hist[gc_site_hist_bucket(ns)], 1, __ATOMIC_RELAXED);
+}

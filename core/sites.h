@@ -1,0 +1,88 @@
+/* Call sites of sync requests: the chain of return addresses that led to a
+ * request, named once (function, library, offset) and counted with its
+ * requests, wait and commit time in a fixed table (a full table counts into
+ * an "other" row); and LIBGC_SCOPE's verdict on that chain. The table's
+ * layout is part of the per-process stats segment (core/procstats.h). */
+#ifndef GC_SITES_H
+#define GC_SITES_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/stats.h"
+
+#define GC_SITES 32			/* named sites per process */
+#define GC_SITE_OTHER GC_SITES		/* the row of requests of a full table */
+#define GC_SITE_ROWS (GC_SITES + 1)
+#define GC_SITE_DEPTH 8			/* return addresses that make a site */
+#define GC_SITE_FRAMES 32		/* frames a scope looks through */
+#define GC_SITE_HIST 64			/* wait histogram: 2 buckets per power of two */
+
+struct gc_site_desc {
+	uint64_t sd_key;		/* hash of the chain; 0: free */
+	uint32_t sd_ready;		/* 1 once the names below are written */
+	uint32_t sd_depth;		/* return addresses in sd_pc */
+	uint64_t sd_pc[GC_SITE_DEPTH];	/* innermost (the caller of fsync...) first */
+	uint64_t sd_off;		/* sd_pc[0] - the base of its object */
+	char sd_fn[64];			/* function of sd_pc[0], "?" if unknown */
+	char sd_lib[64];		/* basename of its object */
+	char sd_chain[192];		/* functions of the chain, "f < g < main" */
+};
+
+struct gc_site_ctr {
+	uint64_t sc_requests;
+	uint64_t sc_direct;		/* served by their own real call */
+	uint64_t sc_committed;		/* served by a commit */
+	uint64_t sc_scoped_out;		/* sent direct by LIBGC_SCOPE (in sc_direct too) */
+	uint64_t sc_wait_ns;		/* time in the library */
+	uint64_t sc_commit_ns;		/* of which from the covering commit's close on
+					 * (a direct call: the real call) */
+	uint64_t sc_hist[GC_SITE_HIST];	/* wait */
+	uint64_t sc_pad[2];		/* a whole number of cache lines */
+} __attribute__((aligned(64)));
+
+struct gc_site_area {
+	struct gc_site_desc sa_desc[GC_SITES];
+	/* per thread shard, as the counters of core/stats.h */
+	struct gc_site_ctr sa_ctr[GC_STAT_SHARDS][GC_SITE_ROWS];
+};
+
+/* The table in use: the stats segment's once it exists, else private. */
+extern struct gc_site_area *gc_sites_base;
+struct gc_site_area *gc_sites_private(void);
+
+/* What the journal says about the request in progress on this thread. */
+struct gc_req_note {
+	uint64_t rn_commit_ns;
+	uint8_t rn_direct, rn_served;
+};
+extern __thread struct gc_req_note gc_req_note __attribute__((tls_model("initial-exec")));
+/* Sites or a scope are on: the journal times its direct calls. */
+extern int gc_sites_timing;
+
+static inline unsigned int gc_site_hist_bucket(uint64_t ns)
+{
+	unsigned int b = gc_hist_bucket(ns) / 2;
+
+	return b < GC_SITE_HIST ? b : GC_SITE_HIST - 1;
+}
+/* The middle of the wait bucket reached by @pct% of @h; 0 if empty. */
+uint64_t gc_site_hist_pct(const uint64_t *h, unsigned int pct);
+/* Sums @a's shards into @out (GC_SITE_ROWS rows, added to). */
+void gc_sites_sum(const struct gc_site_area *a, struct gc_site_ctr *out);
+/* Rows of @ctr ordered by requests, most first, into @order; returns how
+ * many have any (the other row included). */
+int gc_sites_rank(const struct gc_site_ctr *ctr, int *order);
+
+/* ---- Capture (core/sites.c, the library only: libunwind) ----------------- */
+
+/* Start-up: @on from LIBGC_SITES, the scope from the configuration. */
+void gc_sites_configure(bool on, const void *cfg); /* a struct gc_config */
+/* Before a request: returns its row (-1: sites off) and, with a scope,
+ * whether its chain passes through it (*grouped; always true without a
+ * scope). Called with the depth guard held, never from the library's own
+ * signal handlers. */
+int gc_site_begin(bool *grouped);
+/* After it: @ns in the library, how it was served (gc_req_note), and
+ * whether the scope sent it to a direct call. */
+void gc_site_end(int row, uint64_t ns, bool scoped_out);
+#endif
