@@ -1,10 +1,12 @@
 # End-to-end tests: spy preloads, the durability checker, small programs run
 # under LD_PRELOAD, and the Criterion suites that spawn them.
 E2E      := $(B)/tests/e2e
-E2E_PROG_SRCS := $(filter-out tests/e2e/progs/libctor.c tests/e2e/progs/ctorprog.c, \
+E2E_PROG_SRCS := $(filter-out tests/e2e/progs/libctor.c tests/e2e/progs/ctorprog.c \
+		 tests/e2e/progs/libsite.c tests/e2e/progs/siteprog.c, \
 		 $(wildcard tests/e2e/progs/*.c))
 E2E_PROGS := $(E2E_PROG_SRCS:tests/e2e/progs/%.c=$(E2E)/progs/%) \
-	     $(E2E)/progs/libctor.so $(E2E)/progs/ctorprog
+	     $(E2E)/progs/libctor.so $(E2E)/progs/ctorprog \
+	     $(E2E)/progs/libsite.so $(E2E)/progs/siteprog
 E2E_TOOLS := $(E2E)/spy_outer.so $(E2E)/spy_inner.so $(E2E)/spycheck $(E2E)/cheat.so
 E2E_SUITE_SRCS := $(wildcard tests/e2e/test_*.c)
 E2E_SUITES := $(E2E_SUITE_SRCS:%.c=$(B)/%)
@@ -54,6 +56,19 @@ $(E2E)/progs/ctorprog: tests/e2e/progs/ctorprog.c $(E2E)/progs/libctor.so
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		-L$(E2E)/progs -lctor '-Wl,-rpath,$$ORIGIN'
+
+# Call sites: a program whose requests come from a named function of a
+# library of its own, and from one of its own.
+$(E2E)/progs/libsite.so: tests/e2e/progs/libsite.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -shared -MMD -MP -MF $@.d -o $@ $<
+
+$(E2E)/progs/siteprog: tests/e2e/progs/siteprog.c $(E2E)/progs/libsite.so
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		-L$(E2E)/progs -lsite '-Wl,-rpath,$$ORIGIN' -lpthread
 
 # One command compiles several sources, so -MMD records only the last one's
 # headers: the suites' own includes are listed here.

@@ -1,0 +1,98 @@
+/* Sync requests from known call sites: threads that fsync through
+ * libsite.so's site_flush_log, and (mode mix) as many that fsync from this
+ * program's own local_flush; mode osync writes through an O_DSYNC
+ * descriptor in libsite.so's site_write_sync. Each thread has its own file.
+ *   siteprog DIR N lib|mix|osync [threads=T] [hold]
+ * N requests per thread; prints "siteprog: pid=P done lib=A local=B". */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int site_flush_log(int fd);
+int site_write_sync(int fd, const void *buf, size_t n);
+
+static const char *dir;
+static int per, osync;
+static int local_calls;
+
+__attribute__((noinline)) static int local_flush(int fd)
+{
+	int r = fsync(fd);
+
+	__atomic_fetch_add(&local_calls, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+struct job {
+	long id;
+	int lib;
+};
+
+static void *worker(void *arg)
+{
+	const struct job *j = arg;
+	char path[4096];
+	int fd, i, r;
+
+	snprintf(path, sizeof(path), "%s/siteprog.%ld", dir, j->id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | (osync ? O_DSYNC : 0), 0644);
+	if (fd < 0) {
+		perror("open");
+		exit(2);
+	}
+	for (i = 0; i < per; i++) {
+		if (osync)
+			r = site_write_sync(fd, "x", 1) == 1 ? 0 : -1;
+		else if (write(fd, "x", 1) != 1)
+			r = -1;
+		else
+			r = j->lib ? site_flush_log(fd) : local_flush(fd);
+		if (r) {
+			perror("sync");
+			exit(2);
+		}
+	}
+	close(fd);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = 1, hold = 0, mix, i, n;
+	struct job jobs[64];
+	pthread_t th[64];
+	char c;
+
+	if (argc < 4)
+		return 2;
+	dir = argv[1];
+	per = atoi(argv[2]);
+	mix = !strcmp(argv[3], "mix");
+	osync = !strcmp(argv[3], "osync");
+	for (i = 4; i < argc; i++) {
+		if (!strncmp(argv[i], "threads=", 8))
+			threads = atoi(argv[i] + 8);
+		else if (!strcmp(argv[i], "hold"))
+			hold = 1;
+	}
+	n = mix ? 2 * threads : threads;
+	if (threads < 1 || n > 64 || per < 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		jobs[i].id = i;
+		jobs[i].lib = !mix || i % 2 == 0;
+		pthread_create(&th[i], NULL, worker, &jobs[i]);
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	printf("siteprog: pid=%d done lib=%d local=%d\n", (int)getpid(),
+	       n * per - local_calls, local_calls);
+	fflush(stdout);
+	if (hold) /* until stdin closes: gcstat looks meanwhile */
+		while (read(0, &c, 1) > 0)
+			;
+	return 0;
+}
