@@ -35,7 +35,8 @@ static uintptr_t self_lo, self_hi; /* this library's code: frames skipped */
 struct ipc_ent {
 	uint64_t ic_ip;		/* 0: free */
 	uint32_t ic_ready;
-	uint32_t ic_scope;	/* 1: the frame is in LIBGC_SCOPE */
+	uint16_t ic_scope;	/* 1: the frame is in LIBGC_SCOPE */
+	uint16_t ic_entry;	/* 1: a function of a sync entry's name */
 	uint64_t ic_off;	/* ip - the base of its object */
 	char ic_fn[56];
 	char ic_lib[56];
@@ -114,6 +115,23 @@ static uint32_t in_scope(const struct ipc_ent *e)
 	return 0;
 }
 
+/* Another preload library stacked before this one wraps the same entry
+ * points: its wrapper is not the program's call site. */
+static uint16_t is_entry(const char *fn)
+{
+	static const char *const names[] = {
+		"fsync", "fdatasync", "write", "pwrite", "pwrite64", "writev", "pwritev",
+		"pwritev64", "pwritev2", "pwritev64v2", "sendfile", "sendfile64", "splice",
+		"copy_file_range",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return 1;
+	return 0;
+}
+
 /* Names the return address @ip: its function (the symbol tables libunwind
  * reads, static functions included; else the dynamic symbol) and object. */
 static void name_ip(uint64_t ip, struct ipc_ent *e)
@@ -154,7 +172,8 @@ static void name_ip(uint64_t ip, struct ipc_ent *e)
 #endif
 	copy_name(e->ic_fn, sizeof(e->ic_fn), fn);
 	copy_name(e->ic_lib, sizeof(e->ic_lib), lib);
-	e->ic_scope = in_scope(e);
+	e->ic_scope = (uint16_t)in_scope(e);
+	e->ic_entry = is_entry(e->ic_fn);
 }
 
 static unsigned int mix(uint64_t x)
@@ -299,7 +318,7 @@ int gc_site_begin(bool *grouped)
 {
 	uint64_t pcs[GC_SITE_FRAMES];
 	struct ipc_ent tmp;
-	int n, i;
+	int n, i, skip;
 
 	memset(&gc_req_note, 0, sizeof(gc_req_note));
 	*grouped = !scope_bad;
@@ -308,7 +327,7 @@ int gc_site_begin(bool *grouped)
 	/* the thread's first count makes the stats segment: the table used
 	 * from here on is the segment's */
 	(void)gc_stats_shard_mine();
-	n = capture(pcs, scope_n ? GC_SITE_FRAMES : GC_SITE_DEPTH);
+	n = capture(pcs, scope_n ? GC_SITE_FRAMES : GC_SITE_DEPTH + 4);
 	if (scope_n) {
 		*grouped = false;
 		for (i = 0; i < n && !*grouped; i++)
@@ -316,7 +335,11 @@ int gc_site_begin(bool *grouped)
 	}
 	if (!sites_on)
 		return -1;
-	return site_row(__atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE), pcs,
+	/* wrappers of other preload libraries before this one */
+	for (skip = 0; skip < n && skip < 4 && ip_get(pcs[skip], &tmp)->ic_entry; skip++)
+		;
+	n -= skip;
+	return site_row(__atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE), pcs + skip,
 			n < GC_SITE_DEPTH ? n : GC_SITE_DEPTH);
 }
 

@@ -1,0 +1,212 @@
+/* Call sites: the exit report names the function that made the sync
+ * requests and its library (fsync and O_DSYNC writes), LIBGC_SITES=0 turns
+ * them off, and LIBGC_SCOPE groups the requests whose chain passes through
+ * it while every other one is its own real call, with durability checked
+ * by the spies either way; a bad scope groups nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/e2e/e2e.h"
+
+TestSuite(sites, .init = e2e_setup, .fini = e2e_teardown, .timeout = 90);
+
+#define PER 20	/* requests per thread */
+
+/* The number after "@key": in the JSON object of the site whose function
+ * is @fn; false when there is no such site or key. */
+static bool site_get(const char *json, const char *fn, const char *key,
+		     unsigned long long *v)
+{
+	char want[128];
+	const char *p, *end, *k;
+
+	snprintf(want, sizeof(want), "{\"fn\":\"%s\"", fn);
+	p = strstr(json, want);
+	if (!p || !(end = strchr(p, '}')))
+		return false;
+	snprintf(want, sizeof(want), "\"%s\":", key);
+	k = strstr(p, want);
+	if (!k || k > end)
+		return false;
+	*v = strtoull(k + strlen(want), NULL, 10);
+	return true;
+}
+
+/* The number after "\"@key\":" in the counters of the report. */
+static unsigned long long counter(const char *json, const char *key)
+{
+	char want[96];
+	const char *p = strstr(json, "\"counters\":{");
+
+	snprintf(want, sizeof(want), "\"%s\":", key);
+	p = p ? strstr(p, want) : NULL;
+	cr_assert(p, "no counter %s in:\n%s", key, json);
+	return strtoull(p + strlen(want), NULL, 10);
+}
+
+static void run_siteprog(struct e2e_run *r, const char *mode, const char *threads,
+			 const char *const *env)
+{
+	char n[16];
+	const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), n, mode, threads, NULL };
+
+	snprintf(n, sizeof(n), "%d", PER);
+	e2e_run(r, PRE_GC, env, 60, argv);
+	e2e_expect_ok(r, mode);
+}
+
+Test(sites, summary_names_the_function_and_its_library)
+{
+	const char *env[] = { "LIBGC_REPORT=1", NULL };
+	struct e2e_run r;
+	const char *line;
+
+	run_siteprog(&r, "lib", "threads=2", env);
+	line = strstr(r.err, "top call sites:");
+	cr_assert(line, "no call sites in the report:\n%s", r.err);
+	cr_expect(strstr(line, "site_flush_log (libsite.so+0x"),
+		  "the function that called fsync and its library:\n%s", r.err);
+	cr_expect(strstr(line, "40 requests"), "its 2 x %d requests:\n%s", PER, r.err);
+	e2e_run_free(&r);
+}
+
+Test(sites, json_report_has_a_sites_array)
+{
+	char envs[600];
+	const char *env[] = { envs, NULL };
+	unsigned long long req = 0, direct = 0, committed = 0;
+	struct e2e_run r;
+	char *text;
+
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("r.json"));
+	run_siteprog(&r, "mix", "threads=1", env);
+	text = e2e_slurp(e2e_path("r.json"));
+	cr_expect(strstr(text, "\"sites\":[{"), "%s", text);
+	cr_expect(strstr(text, "{\"fn\":\"site_flush_log\",\"lib\":\"libsite.so\""), "%s", text);
+	cr_expect(strstr(text, "{\"fn\":\"local_flush\",\"lib\":\"siteprog\""),
+		  "a static function of the program, by its symbol table:\n%s", text);
+	cr_assert(site_get(text, "site_flush_log", "requests", &req), "%s", text);
+	cr_expect_eq(req, PER, "%s", text);
+	cr_assert(site_get(text, "local_flush", "direct", &direct));
+	cr_assert(site_get(text, "local_flush", "committed", &committed));
+	cr_assert(site_get(text, "local_flush", "requests", &req));
+	cr_expect_eq(req, PER, "%s", text);
+	cr_expect_eq(direct + committed, req, "each request served once:\n%s", text);
+	free(text);
+	e2e_run_free(&r);
+}
+
+Test(sites, osync_writes_are_requests_of_their_site)
+{
+	char envs[600];
+	const char *env[] = { envs, NULL };
+	unsigned long long req = 0;
+	struct e2e_run r;
+	char *text;
+
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("r.json"));
+	run_siteprog(&r, "osync", "threads=1", env);
+	text = e2e_slurp(e2e_path("r.json"));
+	cr_assert(site_get(text, "site_write_sync", "requests", &req),
+		  "the O_DSYNC write's function:\n%s", text);
+	cr_expect_eq(req, PER, "%s", text);
+	cr_expect(strstr(text, "{\"fn\":\"site_write_sync\",\"lib\":\"libsite.so\""), "%s", text);
+	free(text);
+	e2e_run_free(&r);
+}
+
+Test(sites, off_with_LIBGC_SITES_0)
+{
+	const char *env[] = { "LIBGC_REPORT=1", "LIBGC_SITES=0", NULL };
+	struct e2e_run r;
+
+	run_siteprog(&r, "lib", "threads=1", env);
+	cr_expect(strstr(r.err, "20 sync requests"), "%s", r.err);
+	cr_expect_null(strstr(r.err, "call sites"), "%s", r.err);
+	e2e_run_free(&r);
+}
+
+/* Two threads sync through libsite.so and two from the program, under a
+ * policy that groups every request it may: the scope's side is grouped,
+ * the other side is all direct calls, and every request is covered. */
+static void scope_run(const char *scope, const char *in_fn, const char *out_fn)
+{
+	char envs[600], envscope[200], n[16];
+	const char *env[] = { envs, envscope, "LIBGC_PROBE=0", "LIBGC_POLICY=fixed",
+			      "LIBGC_WAIT_US=2000", NULL };
+	const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), n, "mix", "threads=2", NULL };
+	unsigned long long req, direct, committed, scoped;
+	struct spy_summary s;
+	struct e2e_run r;
+	char *text;
+
+	snprintf(n, sizeof(n), "%d", PER);
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("scope.json"));
+	snprintf(envscope, sizeof(envscope), "LIBGC_SCOPE=%s", scope);
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, scope);
+	e2e_expect_ok(&r, scope);
+	cr_expect_eq(s.s_violations, 0, "%s: %zu requests without a covering real call", scope,
+		     s.s_violations);
+	cr_expect_eq(s.s_prog, 4 * PER, "%s: the outer spy saw %zu requests", scope, s.s_prog);
+	cr_expect_eq(s.s_real_fail + s.s_unexplained_fail + s.s_bad, 0, "%s", scope);
+	text = e2e_slurp(e2e_path("scope.json"));
+	cr_expect_eq(counter(text, "scoped_out"), 2 * PER, "%s:\n%s", scope, text);
+
+	cr_assert(site_get(text, out_fn, "requests", &req), "%s: no site %s:\n%s", scope, out_fn,
+		  text);
+	cr_assert(site_get(text, out_fn, "direct", &direct));
+	cr_assert(site_get(text, out_fn, "committed", &committed));
+	cr_assert(site_get(text, out_fn, "scoped_out", &scoped));
+	cr_expect_eq(req, 2 * PER, "%s: %s:\n%s", scope, out_fn, text);
+	cr_expect(scoped == req && direct == req && committed == 0,
+		  "%s: out of scope, %s: %llu requests, %llu scoped out, %llu direct, %llu committed",
+		  scope, out_fn, req, scoped, direct, committed);
+
+	cr_assert(site_get(text, in_fn, "requests", &req), "%s: no site %s:\n%s", scope, in_fn,
+		  text);
+	cr_assert(site_get(text, in_fn, "direct", &direct));
+	cr_assert(site_get(text, in_fn, "committed", &committed));
+	cr_assert(site_get(text, in_fn, "scoped_out", &scoped));
+	cr_expect_eq(req, 2 * PER, "%s: %s:\n%s", scope, in_fn, text);
+	cr_expect(scoped == 0 && committed >= 1 && direct + committed == req,
+		  "%s: in scope, %s: %llu requests, %llu scoped out, %llu direct, %llu committed",
+		  scope, in_fn, req, scoped, direct, committed);
+	free(text);
+	e2e_run_free(&r);
+}
+
+Test(sites, scope_by_library)
+{
+	scope_run("lib:libsite.so", "site_flush_log", "local_flush");
+}
+
+Test(sites, scope_by_function)
+{
+	scope_run("fn:nothing_of_this_name,fn:local_flush", "local_flush", "site_flush_log");
+}
+
+Test(sites, bad_scope_says_so_once_and_groups_nothing)
+{
+	char envs[600];
+	const char *env[] = { envs, "LIBGC_SCOPE=library:libsite.so", "LIBGC_PROBE=0",
+			      "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
+	struct e2e_run r;
+	const char *p;
+	char *text;
+	int said = 0;
+
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("bad.json"));
+	run_siteprog(&r, "mix", "threads=2", env);
+	for (p = r.err; (p = strstr(p, "LIBGC_SCOPE")); p++)
+		said++;
+	cr_expect_eq(said, 1, "one line on stderr:\n%s", r.err);
+	cr_expect(strstr(r.err, "grouping nothing"), "%s", r.err);
+	text = e2e_slurp(e2e_path("bad.json"));
+	cr_expect_eq(counter(text, "scoped_out"), 4 * PER, "%s", text);
+	cr_expect_eq(counter(text, "committed"), 0, "%s", text);
+	cr_expect_eq(counter(text, "direct"), 4 * PER, "%s", text);
+	free(text);
+	e2e_run_free(&r);
+}
