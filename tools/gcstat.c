@@ -31,7 +31,7 @@ struct proc {
 
 static struct proc procs[MAXP];
 static int nprocs;
-static int opt_pid, opt_json, opt_count = -1, pruned;
+static int opt_pid, opt_json, opt_sites, opt_count = -1, pruned;
 static double opt_interval = 1.0;
 static volatile sig_atomic_t stop;
 static uint64_t scan_ns, prev_scan_ns;	/* when the last two scans ran */
@@ -45,11 +45,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gcstat [-p PID] [-i SECONDS] [-n COUNT] [--json]\n"
+		"       gcstat -p PID --sites [--json]\n"
 		"A live view of the processes running under libgc and of the disks gcd observes.\n"
 		"  -p, --pid PID       only this process\n"
 		"  -i, --interval S    seconds between samples (default 1; 0 with --json: totals only)\n"
 		"  -n, --count N       stop after N samples\n"
 		"  -j, --json          one JSON snapshot (rates over one interval) and exit\n"
+		"  -s, --sites         with -p: the process's call sites (totals) and exit\n"
 		"  -h, --help          this text\n"
 		"Columns: requests/s, real syncs/s, mean batch (requests per real sync), time a\n"
 		"request waited in the library and a commit took (p50/p99 over the interval),\n"
@@ -140,6 +142,87 @@ static void scan(void)
 		if (procs[i].seen)
 			procs[j++] = procs[i];
 	nprocs = j;
+}
+
+static const char *lat(char *buf, size_t len, uint64_t ns);
+static void json_str(const char *s);
+
+/* ---- call sites (-p PID --sites) ---------------------------------------- */
+
+static void print_sites(const struct proc *p, const struct gc_ps_sites *ss)
+{
+	int order[GC_SITE_ROWS], n = gc_sites_rank(ss->ss_ctr, order), k;
+	char a[16], b[16], c[16];
+
+	if (opt_json) {
+		printf("{\"pid\":%d,\"comm\":", (int)p->now.sn_pid);
+		json_str(p->now.sn_comm);
+		printf(",\"cmd\":");
+		json_str(p->now.sn_cmd);
+		printf(",\"sites\":[");
+	} else {
+		printf("pid %d (%s): %d call site%s\n", (int)p->now.sn_pid, p->now.sn_comm, n,
+		       n == 1 ? "" : "s");
+		printf("%9s %9s %9s %9s %7s %7s %7s  %s\n", "REQUESTS", "DIRECT", "COMMITTED",
+		       "SCOPEDOUT", "WAIT", "WAIT99", "COMMIT", "FUNCTION (LIBRARY+OFFSET) < CALLERS");
+	}
+	for (k = 0; k < n; k++) {
+		int row = order[k];
+		const struct gc_site_ctr *ct = &ss->ss_ctr[row];
+		const struct gc_site_desc *d = row < GC_SITES && ss->ss_desc[row].sd_ready
+						       ? &ss->ss_desc[row]
+						       : NULL;
+		const char *fn = d ? d->sd_fn : row == GC_SITE_OTHER ? "(other)" : "?";
+		uint64_t wait = ct->sc_wait_ns / ct->sc_requests, p99 = gc_site_hist_pct(ct->sc_hist, 99);
+		uint64_t com = ct->sc_commit_ns / ct->sc_requests;
+
+		if (opt_json) {
+			printf("%s{\"fn\":", k ? "," : "");
+			json_str(fn);
+			printf(",\"lib\":");
+			json_str(d ? d->sd_lib : "");
+			printf(",\"offset\":\"0x%" PRIx64 "\",\"chain\":", d ? d->sd_off : 0);
+			json_str(d ? d->sd_chain : "");
+			printf(",\"requests\":%" PRIu64 ",\"direct\":%" PRIu64 ",\"committed\":%" PRIu64
+			       ",\"scoped_out\":%" PRIu64 ",\"wait_mean_ns\":%" PRIu64
+			       ",\"wait_p99_ns\":%" PRIu64 ",\"commit_mean_ns\":%" PRIu64 "}",
+			       ct->sc_requests, ct->sc_direct, ct->sc_committed, ct->sc_scoped_out, wait,
+			       p99, com);
+			continue;
+		}
+		printf("%9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %7s %7s %7s  %s", ct->sc_requests,
+		       ct->sc_direct, ct->sc_committed, ct->sc_scoped_out, lat(a, sizeof(a), wait),
+		       lat(b, sizeof(b), p99), lat(c, sizeof(c), com), fn);
+		if (d)
+			printf(" (%s+0x%" PRIx64 ")", d->sd_lib, d->sd_off);
+		if (d && strchr(d->sd_chain, '<'))
+			printf(" < %s", strchr(d->sd_chain, '<') + 2);
+		printf("\n");
+	}
+	if (opt_json)
+		printf("]}\n");
+}
+
+static int show_sites(void)
+{
+	static struct gc_ps_sites ss;
+	char path[4096];
+	int r;
+
+	scan();
+	if (!nprocs) {
+		fprintf(stderr, "gcstat: no process %d under libgc (no stats segment in %s)\n", opt_pid,
+			gc_ps_dir());
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", gc_ps_dir(), procs[0].name);
+	r = gc_ps_read_sites(path, &ss);
+	if (r < 0) {
+		fprintf(stderr, "gcstat: %s: %s\n", path, strerror(-r));
+		return 1;
+	}
+	print_sites(&procs[0], &ss);
+	return 0;
 }
 
 /* ---- gcd's file -------------------------------------------------------- */
@@ -360,6 +443,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "sites", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -368,7 +452,7 @@ int main(int argc, char **argv)
 	char *end;
 	int c, iter = 0;
 
-	while ((c = getopt_long(argc, argv, "p:i:n:jh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:i:n:jsh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			opt_pid = (int)strtol(optarg, &end, 10);
@@ -394,6 +478,9 @@ int main(int argc, char **argv)
 		case 'j':
 			opt_json = 1;
 			break;
+		case 's':
+			opt_sites = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -406,6 +493,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (opt_sites && !opt_pid) {
+		fprintf(stderr, "gcstat: --sites wants a process: -p PID\n");
+		return 2;
+	}
+	if (opt_sites)
+		return show_sites();
 	if (!opt_json && opt_interval <= 0)
 		opt_interval = 1;
 	signal(SIGINT, on_sig);

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # gcstat against a workload with a known number of requests: --json, -p,
-# pruning of dead processes' segments, the plain table on a pipe, and the
-# live screen as a person sees it in a terminal (tmux; skipped without it).
+# pruning of dead processes' segments, the plain table on a pipe, the live
+# screen as a person sees it in a terminal (tmux; skipped without it), and
+# -p PID --sites naming the function and library that made the requests.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 B=${B:-build}
 GCSTAT=$B/gcstat
 LIB=$PWD/$B/libgc.so
 REPORTER=$B/tests/e2e/progs/reporter
+SITEPROG=$B/tests/e2e/progs/siteprog
 n=0
-echo "1..8"
+echo "1..10"
 
 tmp=$(mktemp -d /var/tmp/gcstat-test.XXXXXX)
 export LIBGC_STATS_DIR=$tmp/shm
 mkdir -p "$LIBGC_STATS_DIR"
 holder_pid=
+site_pid=
 cleanup() {
 	[ -n "$holder_pid" ] && kill "$holder_pid" 2>/dev/null
+	[ -n "$site_pid" ] && kill "$site_pid" 2>/dev/null
 	exec 4>&- 2>/dev/null
 	[ -n "${TMUX_SOCK:-}" ] && tmux -L "$TMUX_SOCK" kill-server 2>/dev/null
 	rm -rf "$tmp"
@@ -100,3 +104,29 @@ holder_pid=
 [ $rc = 0 ] && [ -z "$(ls "$LIBGC_STATS_DIR")" ] &&
 	ok "the workload ends and its segment goes with it" ||
 	not_ok "segment removed at exit" "rc=$rc" "$(ls -l "$LIBGC_STATS_DIR")"
+
+# Call sites: 2 threads make 15 fsyncs each through libsite.so's
+# site_flush_log, 2 others 15 each from the program's local_flush.
+mkfifo "$tmp/hold2"
+LD_PRELOAD=$LIB "$SITEPROG" "$tmp" 15 mix threads=2 hold <"$tmp/hold2" >"$tmp/out2" 2>&1 &
+site_pid=$!
+exec 5>"$tmp/hold2"
+for _ in $(seq 100); do grep -q done "$tmp/out2" && break; sleep 0.05; done
+sites=$($GCSTAT -p "$site_pid" --sites 2>&1)
+if grep -qE '^ +30 .* site_flush_log \(libsite\.so\+0x[0-9a-f]+\)' <<<"$sites" &&
+	grep -qE '^ +30 .* local_flush \(siteprog\+0x[0-9a-f]+\)' <<<"$sites"; then
+	ok "-p PID --sites: site_flush_log in libsite.so and local_flush, 30 requests each"
+else
+	not_ok "-p PID --sites" "$sites"
+fi
+json=$($GCSTAT -p "$site_pid" --sites --json 2>&1)
+if grep -q '"fn":"site_flush_log","lib":"libsite.so"' <<<"$json" &&
+	grep -q '"requests":30,' <<<"$json" &&
+	{ ! command -v python3 >/dev/null || python3 -c 'import json,sys; json.loads(sys.stdin.read())' <<<"$json"; }; then
+	ok "-p PID --sites --json: the sites as valid JSON"
+else
+	not_ok "-p PID --sites --json" "$json"
+fi
+exec 5>&-
+wait "$site_pid"
+site_pid=
