@@ -29,7 +29,7 @@
 	X(open_ns)		/* summed time transactions stayed open */         \
 	X(wait_ns)		/* summed time requests spent in the library */    \
 	X(bypass)		/* requests sent direct by the bypass rule */      \
-	X(scoped_out)		/* requests sent direct by a call-site scope (not yet) */ \
+	X(scoped_out)		/* requests sent direct by LIBGC_SCOPE (core/sites.h) */ \
 	X(stalled)		/* commits given up on: a live participant went silent */ \
 	X(errors)		/* requests that failed (by errno: gc_stats_errno) */ \
 	X(osync_convert)	/* O_SYNC/O_DSYNC descriptors converted at open */ \

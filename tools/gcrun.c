@@ -40,6 +40,9 @@ static void usage(FILE *f)
 		"  --osync M         convert (default) or keep O_SYNC/O_DSYNC        (LIBGC_OSYNC)\n"
 		"  --report[=WHAT]   exit report: 1 (summary on stderr, the default), kv, json,\n"
 		"                    all, an absolute path, or several joined by commas (LIBGC_REPORT)\n"
+		"  --sites=0|1       name the call sites of sync requests (default 1)  (LIBGC_SITES)\n"
+		"  --scope LIST      group only requests whose call chain passes through\n"
+		"                    lib:NAME or fn:NAME, comma-separated            (LIBGC_SCOPE)\n"
 		"  --observe         start gcd, the block-device observer, if it is not running\n"
 		"                    and this user may (root)\n"
 		"  --disable         preload libgc but pass every call through      (LIBGC_DISABLE=1)\n"
@@ -73,6 +76,24 @@ static void need(const char *opt, const char *v, const char *const *words, const
 	if (!one_of(v, words)) {
 		fprintf(stderr, "gcrun: %s wants %s, not '%s'\n", opt, form, v);
 		exit(2);
+	}
+}
+
+/* The form LIBGC_SCOPE accepts (the library checks the lengths too). */
+static bool scope_ok(const char *v)
+{
+	const char *item = v, *end;
+
+	for (;;) {
+		size_t len;
+
+		end = strchr(item, ',');
+		len = end ? (size_t)(end - item) : strlen(item);
+		if (!((len > 4 && !strncmp(item, "lib:", 4)) || (len > 3 && !strncmp(item, "fn:", 3))))
+			return false;
+		if (!end)
+			return true;
+		item = end + 1;
 	}
 }
 
@@ -235,11 +256,14 @@ int main(int argc, char **argv)
 	static const char *const policies[] = { "adaptive", "none", "fixed", "jbd2", "siblings", NULL };
 	static const char *const shares[] = { "user", "process", NULL };
 	static const char *const osyncs[] = { "convert", "keep", NULL };
+	static const char *const bools[] = { "0", "1", NULL };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, 'P' },
 		{ "share", required_argument, NULL, 'S' },
 		{ "osync", required_argument, NULL, 'O' },
 		{ "report", optional_argument, NULL, 'R' },
+		{ "sites", required_argument, NULL, 's' },
+		{ "scope", required_argument, NULL, 'C' },
 		{ "observe", no_argument, NULL, 'o' },
 		{ "disable", no_argument, NULL, 'D' },
 		{ "lib", required_argument, NULL, 'L' },
@@ -271,6 +295,19 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			set("LIBGC_REPORT", optarg ? optarg : "1");
+			break;
+		case 's':
+			need("--sites", optarg, bools, "0 or 1");
+			set("LIBGC_SITES", optarg);
+			break;
+		case 'C':
+			if (!scope_ok(optarg)) {
+				fprintf(stderr,
+					"gcrun: --scope wants lib:NAME or fn:NAME, comma-separated, not '%s'\n",
+					optarg);
+				exit(2);
+			}
+			set("LIBGC_SCOPE", optarg);
 			break;
 		case 'o':
 			want_observe = true;

@@ -8,7 +8,7 @@ B=${B:-build}
 GCRUN=$PWD/$B/gcrun
 LIB=$PWD/$B/libgc.so
 n=0
-echo "1..10"
+echo "1..11"
 tmp=$(mktemp -d /var/tmp/gcrun-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -22,6 +22,12 @@ out=$(LD_PRELOAD=/nonexistent/other.so $GCRUN -- sh -c 'echo "$LD_PRELOAD"' 2>/d
 out=$($GCRUN --policy fixed --share process --osync keep --report=kv --disable -- env | grep '^LIBGC_' | sort | tr '\n' ' ')
 [ "$out" = "LIBGC_DISABLE=1 LIBGC_OSYNC=keep LIBGC_POLICY=fixed LIBGC_REPORT=kv LIBGC_SHARE=process " ] &&
 	ok "options become LIBGC_* variables" || not_ok "options mapped" "got: $out"
+
+out=$($GCRUN --sites=0 --scope lib:libsqlite3.so,fn:wal_flush -- env | grep '^LIBGC_' | sort | tr '\n' ' ')
+out2=$($GCRUN --scope sql:x -- true 2>&1); rc=$?
+[ "$out" = "LIBGC_SCOPE=lib:libsqlite3.so,fn:wal_flush LIBGC_SITES=0 " ] && [ $rc = 2 ] &&
+	grep -q "scope wants" <<<"$out2" && ok "--sites and --scope become LIBGC_SITES and LIBGC_SCOPE; a bad scope is refused" ||
+	not_ok "--sites, --scope" "got: $out" "rc=$rc $out2"
 
 out=$($GCRUN --policy sometimes -- true 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "policy wants" <<<"$out" && ok "a bad option value is refused (exit 2)" ||
