@@ -1,18 +1,25 @@
 /* Capture of call sites with libunwind, on the sync path only: the chain of
- * return addresses outside this library (unw_backtrace's cached fast trace,
- * about a hundred nanoseconds), each return address named once (libunwind's
- * procedure name, dladdr's object) in a fixed private cache, each distinct
+ * return addresses outside this library (unw_backtrace's cached fast trace),
+ * each return address named once (dladdr's object and dynamic symbol, else
+ * the file's symbol table, mapped) in a fixed private cache, each distinct
  * chain once in the site table, and LIBGC_SCOPE's verdict from those names.
  * No malloc and no lock of ours: tables are claimed with compare-and-swap;
- * libunwind caches per thread, maps files with mmap and opens them through
- * the wrappers, which the depth guard passes straight through. */
+ * libunwind caches per thread (no lock, no blocked signals) and its trace
+ * allocates nothing (its procedure naming does, so it is not used). Runs
+ * under the depth guard, never from the library's own signal handlers. */
 #define UNW_LOCAL_ONLY
 #include "core/sites.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include(<libunwind.h>)
@@ -132,25 +139,88 @@ static uint16_t is_entry(const char *fn)
 	return 0;
 }
 
-/* Names the return address @ip: its function (the symbol tables libunwind
- * reads, static functions included; else the dynamic symbol) and object. */
+/* The function of the symbol table (.symtab: static functions too) of the
+ * ELF file @path that holds the link-time address @vaddr, into @out. The
+ * file is mapped, never read into allocated memory: libunwind's own naming
+ * allocates, and a synchronous write may come from a signal handler. Every
+ * offset is checked against the file's size. */
+static bool elf_name(const char *path, uint64_t vaddr, char *out, size_t len)
+{
+	const ElfW(Ehdr) *eh;
+	const ElfW(Shdr) *sh;
+	struct stat st;
+	bool found = false;
+	size_t size;
+	void *m;
+	int fd, i;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*eh)) {
+		syscall(SYS_close, fd);
+		return false;
+	}
+	size = (size_t)st.st_size;
+	m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	syscall(SYS_close, fd);
+	if (m == MAP_FAILED)
+		return false;
+	eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+	    eh->e_shentsize != sizeof(*sh) || eh->e_shoff > size ||
+	    (size - eh->e_shoff) / sizeof(*sh) < eh->e_shnum)
+		goto out;
+	sh = (const ElfW(Shdr) *)((const char *)m + eh->e_shoff);
+	for (i = 0; i < eh->e_shnum && !found; i++) {
+		const ElfW(Shdr) *str;
+		const ElfW(Sym) *sym;
+		size_t k, n;
+
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum ||
+		    sh[i].sh_entsize != sizeof(*sym) || sh[i].sh_offset > size ||
+		    size - sh[i].sh_offset < sh[i].sh_size)
+			continue;
+		str = &sh[sh[i].sh_link];
+		if (str->sh_offset > size || size - str->sh_offset < str->sh_size)
+			continue;
+		sym = (const ElfW(Sym) *)((const char *)m + sh[i].sh_offset);
+		n = sh[i].sh_size / sizeof(*sym);
+		for (k = 0; k < n; k++) {
+			unsigned int type = ELF64_ST_TYPE(sym[k].st_info);
+			const char *name;
+
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !sym[k].st_shndx ||
+			    vaddr < sym[k].st_value || vaddr - sym[k].st_value >= sym[k].st_size ||
+			    sym[k].st_name >= str->sh_size)
+				continue;
+			name = (const char *)m + str->sh_offset + sym[k].st_name;
+			if (!memchr(name, '\0', str->sh_size - sym[k].st_name))
+				continue;
+			copy_name(out, len, name);
+			found = out[0] != '\0';
+			break;
+		}
+	}
+out:
+	munmap(m, size);
+	return found;
+}
+
+/* Names the return address @ip: its function (the dynamic symbol dladdr
+ * finds, else the file's own symbol table) and object. */
 static void name_ip(uint64_t ip, struct ipc_ent *e)
 {
 	const char *fn = "?", *lib = "?", *slash;
-	Dl_info di;
-#ifdef GC_HAVE_UNWIND
-	unw_context_t ctx;
-	unw_cursor_t cur;
-	unw_word_t off;
-	unw_proc_info_t pi;
+	struct link_map *lm = NULL;
 	char buf[sizeof(e->ic_fn)];
-#endif
+	Dl_info di;
 
 	e->ic_off = ip;
 	/* the call instruction, not what follows it (a noreturn call may end
 	 * its function) */
 	memset(&di, 0, sizeof(di));
-	if (dladdr((void *)(uintptr_t)(ip - 1), &di)) {
+	if (dladdr1((void *)(uintptr_t)(ip - 1), &di, (void **)&lm, RTLD_DL_LINKMAP)) {
 		if (di.dli_fname && di.dli_fname[0]) {
 			slash = strrchr(di.dli_fname, '/');
 			lib = slash ? slash + 1 : di.dli_fname;
@@ -158,18 +228,10 @@ static void name_ip(uint64_t ip, struct ipc_ent *e)
 		e->ic_off = ip - (uint64_t)(uintptr_t)di.dli_fbase;
 		if (di.dli_sname)
 			fn = di.dli_sname;
+		else if (lm && elf_name(lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe",
+					ip - 1 - (uint64_t)lm->l_addr, buf, sizeof(buf)))
+			fn = buf;
 	}
-#ifdef GC_HAVE_UNWIND
-	/* libunwind takes the nearest symbol below: in a stripped library
-	 * that is some exported function before a static one. The name is
-	 * kept only where the symbol starts where the unwind information
-	 * says the procedure does. */
-	if (!di.dli_sname && unw_getcontext(&ctx) == 0 && unw_init_local(&cur, &ctx) == 0 &&
-	    unw_set_reg(&cur, UNW_REG_IP, (unw_word_t)(ip - 1)) == 0 &&
-	    unw_get_proc_name(&cur, buf, sizeof(buf), &off) == 0 && buf[0] &&
-	    unw_get_proc_info(&cur, &pi) == 0 && pi.start_ip == ip - 1 - off)
-		fn = buf;
-#endif
 	copy_name(e->ic_fn, sizeof(e->ic_fn), fn);
 	copy_name(e->ic_lib, sizeof(e->ic_lib), lib);
 	e->ic_scope = (uint16_t)in_scope(e);
