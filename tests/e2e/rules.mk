@@ -2,11 +2,12 @@
 # under LD_PRELOAD, and the Criterion suites that spawn them.
 E2E      := $(B)/tests/e2e
 E2E_PROG_SRCS := $(filter-out tests/e2e/progs/libctor.c tests/e2e/progs/ctorprog.c \
-		 tests/e2e/progs/libsite.c tests/e2e/progs/siteprog.c, \
+		 tests/e2e/progs/libsite.c tests/e2e/progs/siteprog.c \
+		 tests/e2e/progs/libmcount.c, \
 		 $(wildcard tests/e2e/progs/*.c))
 E2E_PROGS := $(E2E_PROG_SRCS:tests/e2e/progs/%.c=$(E2E)/progs/%) \
 	     $(E2E)/progs/libctor.so $(E2E)/progs/ctorprog \
-	     $(E2E)/progs/libsite.so $(E2E)/progs/siteprog
+	     $(E2E)/progs/libsite.so $(E2E)/progs/siteprog $(E2E)/progs/libmcount.so
 E2E_TOOLS := $(E2E)/spy_outer.so $(E2E)/spy_inner.so $(E2E)/spycheck $(E2E)/cheat.so
 E2E_SUITE_SRCS := $(wildcard tests/e2e/test_*.c)
 E2E_SUITES := $(E2E_SUITE_SRCS:%.c=$(B)/%)
@@ -64,11 +65,16 @@ $(E2E)/progs/libsite.so: tests/e2e/progs/libsite.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -shared -MMD -MP -MF $@.d -o $@ $<
 
+$(E2E)/progs/libmcount.so: tests/e2e/progs/libmcount.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -fPIC -shared -MMD -MP -MF $@.d -o $@ $<
+
 $(E2E)/progs/siteprog: tests/e2e/progs/siteprog.c $(E2E)/progs/libsite.so
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< \
-		-L$(E2E)/progs -lsite '-Wl,-rpath,$$ORIGIN' -lpthread
+		-L$(E2E)/progs -lsite '-Wl,-rpath,$$ORIGIN' -lpthread -ldl
 
 # One command compiles several sources, so -MMD records only the last one's
 # headers: the suites' own includes are listed here.

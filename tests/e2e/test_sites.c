@@ -2,7 +2,8 @@
  * requests and its library (fsync and O_DSYNC writes), LIBGC_SITES=0 turns
  * them off, and LIBGC_SCOPE groups the requests whose chain passes through
  * it while every other one is its own real call, with durability checked
- * by the spies either way; a bad scope groups nothing. */
+ * by the spies either way; a bad scope groups nothing; and capturing and
+ * naming sites allocates nothing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,4 +210,30 @@ Test(sites, bad_scope_says_so_once_and_groups_nothing)
 	cr_expect_eq(counter(text, "direct"), 4 * PER, "%s", text);
 	free(text);
 	e2e_run_free(&r);
+}
+
+/* The first request of each site is named there, on the sync path, which
+ * a signal handler's O_SYNC write may reach: no allocation on the way. */
+Test(sites, capture_and_naming_allocate_nothing)
+{
+	static const char *const modes[] = { "mix", "osync" };
+	static const char *const scopes[] = { NULL, "LIBGC_SCOPE=lib:libsite.so" };
+	char pre[4096], n[16];
+	struct e2e_run r;
+
+	snprintf(pre, sizeof(pre), "%s %s", e2e_prog("libmcount.so"), "gc");
+	snprintf(n, sizeof(n), "%d", PER);
+	for (int m = 0; m < 2; m++)
+		for (int k = 0; k < 2; k++) {
+			const char *env[] = { "LIBGC_SITES=1", scopes[k], NULL };
+			const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), n, modes[m],
+					       "threads=2", NULL };
+
+			e2e_run(&r, pre, env, 60, argv);
+			e2e_expect_ok(&r, modes[m]);
+			cr_expect(e2e_out_long(r.out, "mallocs") == 0 && strstr(r.out, "mallocs=0"),
+				  "%s %s: allocations during the sync loops:\n%s", modes[m],
+				  scopes[k] ? scopes[k] : "", r.out);
+			e2e_run_free(&r);
+		}
 }

@@ -3,7 +3,10 @@
  * program's own local_flush; mode osync writes through an O_DSYNC
  * descriptor in libsite.so's site_write_sync. Each thread has its own file.
  *   siteprog DIR N lib|mix|osync [threads=T] [hold]
- * N requests per thread; prints "siteprog: pid=P done lib=A local=B". */
+ * N requests per thread; prints "siteprog: pid=P done lib=A local=B", and
+ * with libmcount.so preloaded "mallocs=M": allocations made on the worker
+ * threads during their sync loops (the loops themselves make none). */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +20,8 @@ int site_write_sync(int fd, const void *buf, size_t n);
 static const char *dir;
 static int per, osync;
 static int local_calls;
+static unsigned long (*mcount)(void);
+static unsigned long mallocs;
 
 __attribute__((noinline)) static int local_flush(int fd)
 {
@@ -43,6 +48,8 @@ static void *worker(void *arg)
 		perror("open");
 		exit(2);
 	}
+	unsigned long m0 = mcount ? mcount() : 0;
+
 	for (i = 0; i < per; i++) {
 		if (osync)
 			r = site_write_sync(fd, "x", 1) == 1 ? 0 : -1;
@@ -55,6 +62,8 @@ static void *worker(void *arg)
 			exit(2);
 		}
 	}
+	if (mcount)
+		__atomic_fetch_add(&mallocs, mcount() - m0, __ATOMIC_RELAXED);
 	close(fd);
 	return NULL;
 }
@@ -78,6 +87,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "hold"))
 			hold = 1;
 	}
+	mcount = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "mcount_thread");
 	n = mix ? 2 * threads : threads;
 	if (threads < 1 || n > 64 || per < 0)
 		return 2;
@@ -88,8 +98,11 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	printf("siteprog: pid=%d done lib=%d local=%d\n", (int)getpid(),
-	       n * per - local_calls, local_calls);
+	printf("siteprog: pid=%d done lib=%d local=%d", (int)getpid(), n * per - local_calls,
+	       local_calls);
+	if (mcount)
+		printf(" mallocs=%lu", mallocs);
+	printf("\n");
 	fflush(stdout);
 	if (hold) /* until stdin closes: gcstat looks meanwhile */
 		while (read(0, &c, 1) > 0)
