@@ -2,7 +2,8 @@
  * requests and its library (fsync and O_DSYNC writes), LIBGC_SITES=0 turns
  * them off, and LIBGC_SCOPE groups the requests whose chain passes through
  * it while every other one is its own real call, with durability checked
- * by the spies either way; a bad scope groups nothing; and capturing and
+ * by the spies either way; a bad scope groups nothing; a full table counts
+ * into its "other" row; and capturing and
  * naming sites allocates nothing. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -236,4 +237,29 @@ Test(sites, capture_and_naming_allocate_nothing)
 				  scopes[k] ? scopes[k] : "", r.out);
 			e2e_run_free(&r);
 		}
+}
+
+/* 40 places that fsync, a table of 32: the rest is counted, as "(other)". */
+Test(sites, a_full_table_counts_into_other)
+{
+	char envs[600];
+	const char *env[] = { envs, NULL };
+	unsigned long long req = 0;
+	struct e2e_run r;
+	const char *p;
+	char *text;
+	int rows = 0;
+
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("many.json"));
+	run_siteprog(&r, "many", "threads=1", env);
+	text = e2e_slurp(e2e_path("many.json"));
+	for (p = text; (p = strstr(p, "{\"fn\":")); p++)
+		rows++;
+	cr_expect_eq(rows, 33, "32 named sites and the other row:\n%s", text);
+	cr_assert(site_get(text, "(other)", "requests", &req), "no other row:\n%s", text);
+	cr_expect_eq(req, 8 * PER, "the 8 sites that found no room:\n%s", text);
+	cr_expect(site_get(text, "many_sites", "requests", &req) && req == PER,
+		  "a named one, with its own count:\n%s", text);
+	free(text);
+	e2e_run_free(&r);
 }

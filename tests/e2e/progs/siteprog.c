@@ -1,8 +1,10 @@
 /* Sync requests from known call sites: threads that fsync through
  * libsite.so's site_flush_log, and (mode mix) as many that fsync from this
  * program's own local_flush; mode osync writes through an O_DSYNC
- * descriptor in libsite.so's site_write_sync. Each thread has its own file.
- *   siteprog DIR N lib|mix|osync [threads=T] [hold]
+ * descriptor in libsite.so's site_write_sync; mode many fsyncs N times from
+ * each of MANY_SITES places in many_sites, more than a process's table
+ * holds. Each thread has its own file.
+ *   siteprog DIR N lib|mix|osync|many [threads=T] [hold]
  * N requests per thread; prints "siteprog: pid=P done lib=A local=B", and
  * with libmcount.so preloaded "mallocs=M": allocations made on the worker
  * threads during their sync loops (the loops themselves make none). */
@@ -31,6 +33,32 @@ __attribute__((noinline)) static int local_flush(int fd)
 	return r;
 }
 
+#define MANY_SITES 40
+
+/* MANY_SITES calls of fsync, each its own return address: the asm after
+ * each call differs, so the compiler cannot merge them. */
+#define SITE(k)                                                                    \
+	case k:                                                                    \
+		r = fsync(fd);                                                     \
+		__asm__ volatile("# site " #k);                                    \
+		break;
+__attribute__((noinline)) static int many_sites(int fd, int k)
+{
+	int r = -1;
+
+	switch (k) {
+		SITE(0) SITE(1) SITE(2) SITE(3) SITE(4) SITE(5) SITE(6) SITE(7) SITE(8) SITE(9)
+		SITE(10) SITE(11) SITE(12) SITE(13) SITE(14) SITE(15) SITE(16) SITE(17) SITE(18)
+		SITE(19) SITE(20) SITE(21) SITE(22) SITE(23) SITE(24) SITE(25) SITE(26) SITE(27)
+		SITE(28) SITE(29) SITE(30) SITE(31) SITE(32) SITE(33) SITE(34) SITE(35) SITE(36)
+		SITE(37) SITE(38) SITE(39)
+	}
+	__atomic_fetch_add(&local_calls, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+static int many;
+
 struct job {
 	long id;
 	int lib;
@@ -51,7 +79,12 @@ static void *worker(void *arg)
 	unsigned long m0 = mcount ? mcount() : 0;
 
 	for (i = 0; i < per; i++) {
-		if (osync)
+		if (many) {
+			int k;
+
+			for (k = 0, r = 0; k < MANY_SITES && !r; k++)
+				r = write(fd, "x", 1) == 1 ? many_sites(fd, k) : -1;
+		} else if (osync)
 			r = site_write_sync(fd, "x", 1) == 1 ? 0 : -1;
 		else if (write(fd, "x", 1) != 1)
 			r = -1;
@@ -81,6 +114,7 @@ int main(int argc, char **argv)
 	per = atoi(argv[2]);
 	mix = !strcmp(argv[3], "mix");
 	osync = !strcmp(argv[3], "osync");
+	many = !strcmp(argv[3], "many");
 	for (i = 4; i < argc; i++) {
 		if (!strncmp(argv[i], "threads=", 8))
 			threads = atoi(argv[i] + 8);
@@ -93,7 +127,7 @@ int main(int argc, char **argv)
 		return 2;
 	for (i = 0; i < n; i++) {
 		jobs[i].id = i;
-		jobs[i].lib = !mix || i % 2 == 0;
+		jobs[i].lib = !many && (!mix || i % 2 == 0);
 		pthread_create(&th[i], NULL, worker, &jobs[i]);
 	}
 	for (i = 0; i < n; i++)
