@@ -21,7 +21,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__has_include)
+/* Without libunwind's headers the library builds with call sites off. The
+ * ThreadSanitizer build (make tsan) leaves libunwind out too: its per-thread
+ * cache's destructor takes a mutex after TSan has torn down the exiting
+ * thread, which crashes every thread exit there. */
+#if defined(__has_include) && !defined(__SANITIZE_THREAD__)
 #if __has_include(<libunwind.h>)
 #include <libunwind.h>
 #define GC_HAVE_UNWIND 1
@@ -29,6 +33,7 @@
 #endif
 
 #include "core/config.h"
+#include "core/log.h"
 
 static int sites_on;		/* LIBGC_SITES */
 static int scope_n;		/* LIBGC_SCOPE items */
@@ -87,8 +92,10 @@ void gc_sites_configure(bool on, const void *cfgp)
 #else
 	/* without libunwind no chain is known: a scope groups nothing */
 	sites_on = 0;
-	if (scope_n)
+	if (scope_n) {
 		scope_bad = true;
+		gc_log(GC_LOG_WARN, "LIBGC_SCOPE needs call sites, and this build has no libunwind: grouping nothing (every request a direct call)");
+	}
 	scope_n = 0;
 #endif
 }
