@@ -420,6 +420,7 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 		goto out;
 	}
 	gc_stat_inc(dirty_started);
+	gc_stat_add(dirty_started_bytes, end - start);
 	s->s_ring[(s->s_head + s->s_n) % GC_DIRTY_RING] =
 		(struct gc_dirty_range){ .r_off = start, .r_len = end - start, .r_start_ns = now };
 	__atomic_add_fetch(&s->s_n, 1, __ATOMIC_RELAXED);

@@ -34,7 +34,9 @@
 	X(errors)		/* requests that failed (by errno: gc_stats_errno) */ \
 	X(osync_convert)	/* O_SYNC/O_DSYNC descriptors converted at open */ \
 	X(bytes_written)	/* bytes of writes made durable (O_SYNC/O_DSYNC, RWF_*SYNC) */ \
+	X(bytes_buffered)	/* bytes of the other (buffered) write calls */   \
 	X(dirty_started)	/* dirty limiter: writeback started (windows) */ \
+	X(dirty_started_bytes)	/* ... their bytes: the write-behind */             \
 	X(dirty_waits)		/* ... waits for a writer's oldest range */        \
 	X(dirty_wait_ns)	/* ... their summed time */                        \
 	X(dirty_kept)		/* ... writeback errors those waits consumed, kept */ \

@@ -69,9 +69,11 @@ static int sync_fd(int fd, bool full)
  * crossed. @off is the offset of a positioned write, -1 for the position. */
 static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token)
 {
-	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled) &&
-	    likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
-		gc_dirty_wrote(fd, off, (uint64_t)n);
+	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled)) {
+		gc_stat_add(bytes_buffered, (uint64_t)n);
+		if (likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
+			gc_dirty_wrote(fd, off, (uint64_t)n);
+	}
 	return n;
 }
 

@@ -55,7 +55,9 @@ static void usage(FILE *f)
 		"  -h, --help          this text\n"
 		"Columns: requests/s, real syncs/s, mean batch (requests per real sync), time a\n"
 		"request waited in the library and a commit took (p50/p99 over the interval),\n"
-		"MB/s written through the interposed write calls, errors in the interval.\n"
+		"MB/s written through the interposed write calls (buffered and synchronous),\n"
+		"THR%%: time the dirty limiter held writers, as %% of the interval (summed over\n"
+		"threads), errors in the interval.\n"
 		"Segments: $LIBGC_STATS_DIR or /dev/shm; gcd's file: $LIBGC_BLK_STATS or %s.\n",
 		GC_BLK_PATH);
 }
@@ -273,7 +275,7 @@ static bool read_blk(struct gc_blk_stats *out)
 
 struct row {
 	const struct proc *p;
-	double dt, req_s, real_s, batch, mb_s;
+	double dt, req_s, real_s, batch, mb_s, thr_pct;
 	uint64_t req, real, errors;
 	uint64_t wait50, wait99, com50, com99;
 };
@@ -302,7 +304,9 @@ static void make_row(const struct proc *p, struct row *r)
 	if (b && r->dt > 0) {
 		r->req_s = (double)req / r->dt;
 		r->real_s = (double)real / r->dt;
-		r->mb_s = (double)(a->bytes_written - b->bytes_written) / r->dt / 1e6;
+		r->mb_s = (double)(a->bytes_written + a->bytes_buffered - b->bytes_written -
+				   b->bytes_buffered) / r->dt / 1e6;
+		r->thr_pct = (double)(a->dirty_wait_ns - b->dirty_wait_ns) / r->dt / 1e7;
 		r->errors = a->errors - b->errors;
 	}
 	r->batch = real ? (double)req / (double)real : 0;
@@ -334,14 +338,16 @@ static void print_table(FILE *f, const struct gc_blk_stats *blk, bool have_blk)
 	unsigned int i;
 	int k;
 
-	fprintf(f, "%7s %-16s %9s %9s %6s %7s %7s %7s %7s %7s %6s\n", "PID", "COMMAND", "REQ/s",
-		"REAL/s", "BATCH", "WAIT50", "WAIT99", "COMM50", "COMM99", "MB/s", "ERR");
+	fprintf(f, "%7s %-16s %9s %9s %6s %7s %7s %7s %7s %7s %5s %6s\n", "PID", "COMMAND",
+		"REQ/s", "REAL/s", "BATCH", "WAIT50", "WAIT99", "COMM50", "COMM99", "MB/s", "THR%",
+		"ERR");
 	for (k = 0; k < nprocs; k++) {
 		make_row(&procs[k], &r);
-		fprintf(f, "%7d %-16.16s %9.1f %9.1f %6.2f %7s %7s %7s %7s %7.2f %6" PRIu64 "\n",
-			(int)r.p->now.sn_pid, r.p->now.sn_comm, r.req_s, r.real_s, r.batch,
+		fprintf(f, "%7d %-16.16s %9.1f %9.1f %6.2f %7s %7s %7s %7s %7.2f %5.1f %6" PRIu64
+			"\n", (int)r.p->now.sn_pid, r.p->now.sn_comm, r.req_s, r.real_s, r.batch,
 			lat(a, sizeof(a), r.wait50), lat(b, sizeof(b), r.wait99),
-			lat(c, sizeof(c), r.com50), lat(d, sizeof(d), r.com99), r.mb_s, r.errors);
+			lat(c, sizeof(c), r.com50), lat(d, sizeof(d), r.com99), r.mb_s, r.thr_pct,
+			r.errors);
 	}
 	if (!nprocs)
 		fprintf(f, "        (no process under libgc%s)\n", opt_pid ? " with that pid" : "");
@@ -407,10 +413,10 @@ static void print_json(const struct gc_blk_stats *blk, bool have_blk)
 		json_str(r.p->now.sn_cmd);
 		printf(",\"requests\":%" PRIu64 ",\"real_syncs\":%" PRIu64
 		       ",\"requests_per_s\":%.2f,\"real_per_s\":%.2f,\"mean_batch\":%.3f"
-		       ",\"mb_per_s\":%.3f,\"errors_in_interval\":%" PRIu64
+		       ",\"mb_per_s\":%.3f,\"throttled_pct\":%.2f,\"errors_in_interval\":%" PRIu64
 		       ",\"wait_ns\":{\"p50\":%" PRIu64 ",\"p99\":%" PRIu64 "}"
 		       ",\"commit_ns\":{\"p50\":%" PRIu64 ",\"p99\":%" PRIu64 "},\"counters\":{",
-		       r.req, r.real, r.req_s, r.real_s, r.batch, r.mb_s, r.errors, r.wait50,
+		       r.req, r.real, r.req_s, r.real_s, r.batch, r.mb_s, r.thr_pct, r.errors, r.wait50,
 		       r.wait99, r.com50, r.com99);
 		for (f = 0; f < GC_STATS_NFIELDS; f++)
 			printf("%s\"%s\":%" PRIu64, f ? "," : "", gc_stats_names[f], v[f]);

@@ -47,8 +47,9 @@ json=$($GCSTAT --json -i 0 -p "$holder_pid")
 req=$(grep -o '"requests":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
 real=$(grep -o '"real_syncs":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
 if [ "$req" = 40 ] && [ -n "$real" ] && [ "$real" -ge 1 ] && [ "$real" -le 40 ] &&
-	grep -q '"comm":"reporter"' <<<"$json"; then
-	ok "--json -p: 40 requests, $real real syncs"
+	grep -q '"comm":"reporter"' <<<"$json" && grep -q '"bytes_buffered":4[0-9],' <<<"$json" &&
+	grep -q '"throttled_pct":' <<<"$json"; then
+	ok "--json -p: 40 requests, $real real syncs, the 40 bytes written and a few of stdout"
 else
 	not_ok "--json -p: 40 requests" "$json"
 fi
@@ -73,6 +74,7 @@ fi
 
 table=$($GCSTAT -i 0.2 -n 2 | cat)
 [ "$(grep -c 'REQ/s' <<<"$table")" = 2 ] && grep -q "reporter" <<<"$table" &&
+	grep -q 'MB/s  THR%' <<<"$table" &&
 	ok "on a pipe: a scrolling table, one per sample" || not_ok "plain table" "$table"
 
 if ! command -v tmux >/dev/null; then
