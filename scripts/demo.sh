@@ -22,6 +22,8 @@ lib=${DEMO_LIB:-$root/build/libgc.so}
 storm=$root/build/examples/fsync_storm
 synclat=$root/build/examples/synclat.so
 slowdisk=$root/tests/slowdisk/slowdisk
+gcstat=$root/build/gcstat
+gcd=$root/build/gcd
 
 die() {
 	echo "demo: $*" >&2
@@ -47,10 +49,13 @@ tmp=$(mktemp -d /tmp/libgc-demo.XXXXXX)
 disk_dir=
 disks_up=()
 workload=
+gcd_pid=
+snap_dir=     # the run in this folder gets a gcstat screen taken
 cleanup() {
 	local rc=$? n
 	trap - EXIT INT TERM
 	cd /
+	[ -z "$gcd_pid" ] || { kill "$gcd_pid" 2>/dev/null; wait "$gcd_pid" 2>/dev/null || true; }
 	if [ -n "$workload" ]; then
 		# timeout passes TERM on to the workload; fs_mark's processes
 		# are in its group
@@ -89,6 +94,7 @@ disk_flushes() {
 run() {
 	local dir=$1 disk=$2 how=$3 wl=$4 files=${5:-} d=$1/run rc=0 line f0 f1 attempt
 	local -a cmd pre
+	local snapper
 	R_OPS='' R_P50='' R_P99='' R_REAL='' R_REQ='' R_DIRECT='' R_FLUSH=-
 	case $wl in
 	shared | each)
@@ -115,8 +121,14 @@ run() {
 			SYNCLAT_DIR="$tmp" timeout -k 5 $((secs * 10 + 60)) "${cmd[@]}") \
 			>"$tmp/out" 2>"$tmp/err" &
 		workload=$!
+		snapper=
+		if [ "$how" = libgc ] && [ "$dir/$wl" = "$snap_dir" ] && [ -x "$gcstat" ]; then
+			(sleep 1 && "$gcstat" -i 1 -n 1 >"$tmp/gcstat.txt" 2>&1) &
+			snapper=$!
+		fi
 		wait "$workload" || rc=$?
 		workload=
+		[ -z "$snapper" ] || wait "$snapper" || true
 		f1=$(disk_flushes "$disk")
 		# fs_mark seeds its random file names with the microseconds of
 		# each process's start: two processes woken together draw the
@@ -230,6 +242,15 @@ header
 
 # ---- the slow disks ----
 
+# The observer, for gcstat's disk rows (and the policy's rule 0), when it
+# can run and none publishes yet; a running one is used as it is.
+if [ "$(id -u)" -eq 0 ] && [ -x "$gcd" ] && [ -n "$flushes" ]; then
+	"$gcd" 2>"$tmp/gcd.err" &
+	gcd_pid=$!
+	sleep 0.3
+	kill -0 "$gcd_pid" 2>/dev/null || gcd_pid=
+fi
+
 skip_slow=
 if [ -z "$flushes" ]; then
 	skip_slow="DEMO_FLUSH_US is empty"
@@ -263,12 +284,20 @@ for us in $flushes; do
 	4000) label="4ms flush" ;;
 	*) label="${us}us flush" ;;
 	esac
+	snap_dir=$mnt/demo/shared snap_label=$label
 	for wl in $wls; do
 		row "$mnt/demo" "$name" "$label" "$wl"
 	done
+	snap_dir=
 	cd /
 	bash "$slowdisk" down --name "$name" >/dev/null 2>&1 || true
 done
+if [ -s "$tmp/gcstat.txt" ]; then
+	echo
+	echo "gcstat, one second into libgc's run of the shared log on the $snap_label disk:"
+	sed 's/^/  /' "$tmp/gcstat.txt"
+	echo
+fi
 if [ -n "$skip_slow" ]; then
 	hint="; run 'sudo make demo' on a machine with /dev/fuse to see them"
 	[ -n "$flushes" ] || hint=
