@@ -151,7 +151,8 @@ static struct gc_domain *domain_find(uint64_t dev)
 }
 
 /* What the device says, at most every GC_DEVICE_REFRESH_NS per domain:
- * the observer's flush latency when gcd runs, else /proc/diskstats'. */
+ * the observer's flush latency when gcd runs, else /proc/diskstats'.
+ * LIBGC_DEVICE=off asks neither: the controller measures for itself. */
 static void device_refresh(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
@@ -160,7 +161,7 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 	uint32_t s;
 
 	if (gc_cfg.c_policy.pc_kind != GC_POL_ADAPTIVE || !gc_cfg.c_policy.pc_probe ||
-	    !gc_policy_device_claim(ps, now))
+	    !gc_cfg.c_policy.pc_device || !gc_policy_device_claim(ps, now))
 		return;
 	f = gc_devstats_flush_ns(d->j_dev, now, &src);
 	s = !strcmp(src, "observer") ? GC_DEV_OBSERVER : !strcmp(src, "diskstats")

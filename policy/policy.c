@@ -68,6 +68,7 @@ void gc_policy_cfg_defaults(struct gc_policy_cfg *pc)
 	pc->pc_wait_ns = 1000 * GC_NSEC_PER_USEC;
 	pc->pc_siblings = 5;				/* PostgreSQL commit_siblings */
 	pc->pc_probe = true;
+	pc->pc_device = true;
 }
 
 const char *gc_policy_name(enum gc_policy_kind k)

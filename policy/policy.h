@@ -22,6 +22,9 @@ struct gc_policy_cfg {
 	uint64_t pc_wait_ns;		/* LIBGC_WAIT_US: fixed wait, siblings commit_delay */
 	uint32_t pc_siblings;		/* LIBGC_SIBLINGS: siblings commit_siblings */
 	bool pc_probe;			/* LIBGC_PROBE: adaptive's group-or-direct controller */
+	bool pc_device;			/* LIBGC_DEVICE=auto: the device's flush latency
+					 * decides group-or-direct (rule 0); off: the
+					 * self-measuring controller always does */
 };
 
 void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
