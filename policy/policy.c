@@ -20,12 +20,14 @@
 #define GC_SERIAL_TXNS 4
 /* Group-or-direct controller (README rules 4-7), while no source knows
  * the device. It decides as rule 0 does, GC_DEVICE_GROUP_NS being the
- * threshold, from the shortest direct call it timed in an epoch: a sync
- * that takes 1 ms or more even when nobody queued before it pays a device
- * flush, which a group shares. The shortest, not the mean: 16 threads on
- * this VM's disk (41 us flush) made direct calls of 0.28 ms at best and
- * 0.68 ms at p50, 1.6 ms at p99; on the slow disks none is shorter than a
- * flush. An epoch lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those
+ * threshold, from the shortest direct call it timed in its last two
+ * epochs that timed any: a sync that takes 1 ms or more even when nobody
+ * queued before it pays a device flush, which a group shares. The
+ * shortest, not the mean: 16 threads on this VM's disk (41 us flush) made
+ * calls of 0.68 ms at p50 and 1.6 ms at p99, while the shortest of a 25 ms
+ * window was 0.13-0.6 ms, but in 1 of 121 windows 1.3 ms (two in a row:
+ * none seen); on the slow disks no call is shorter than a flush. An epoch
+ * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those
  * calls if longer, so that every syncing thread ends a call in it. A
  * grouped verdict holds GC_FB_HOLD_MIN epochs, then one direct epoch (the
  * only probe: grouping is never probed, direct calls are timed while they
@@ -305,14 +307,15 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		fb_start(ps, GC_FB_DIRECT, fb_epoch_len(ps), now);
 		return true;
 	}
+	/* Grouped when several threads made direct calls and even the
+	 * shortest of this epoch and of the last one that timed calls took a
+	 * device flush (rule 0's threshold). An epoch without a timed call,
+	 * or with one thread alone (Wheeler (4)), stays direct. */
+	group = min != UINT64_MAX && min >= GC_DEVICE_GROUP_NS &&
+		ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS &&
+		__atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED) == GC_FB_MANY;
 	if (min != UINT64_MAX)
 		ps->ps_fb_call_ns = min;
-	/* Grouped when several threads made direct calls and even the
-	 * shortest took a device flush (rule 0's threshold). An epoch
-	 * without a timed call, or with one thread alone (Wheeler (4)),
-	 * stays direct. */
-	group = min != UINT64_MAX && min >= GC_DEVICE_GROUP_NS &&
-		__atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED) == GC_FB_MANY;
 	len = fb_epoch_len(ps);
 	if (!group) {
 		ps->ps_fb_hold = GC_FB_HOLD_MIN;

@@ -63,7 +63,8 @@ struct gc_policy_state {
 	uint64_t ps_fb_epoch_start;	/* 0: no epoch yet (atomic) */
 	uint64_t ps_fb_epoch_len;	/* (atomic) */
 	uint64_t ps_fb_call_ns;		/* shortest direct call of the last epoch that had
-					 * one: sizes the epochs */
+					 * one: sizes the epochs, and a verdict for
+					 * grouping needs it slow too */
 	uint64_t ps_fb_min_ns;		/* shortest direct call of this epoch (atomic),
 					 * UINT64_MAX: none yet */
 	uint64_t ps_fb_threads;		/* who made them (atomic): 0 nobody,

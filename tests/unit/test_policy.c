@@ -487,12 +487,25 @@ Test(fallback, first_call_opens_a_direct_epoch)
 	cr_expect_eq(ps.ps_fb_epoch_len, EPOCH, "an epoch lasts 25 ms");
 }
 
+/* Opens the controller and runs direct epochs of @threads making calls of
+ * @call_ns until grouped: the second epoch, since a verdict for grouping
+ * needs the shortest call of two timed epochs slow. */
+static void fb_to_group(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			uint64_t *now, int threads, uint64_t call_ns)
+{
+	fb_open(ps, pc, *now);
+	cr_assert_not(fb_step(ps, pc, now, threads, call_ns), "grouped after one epoch");
+	cr_assert(fb_step(ps, pc, now, threads, call_ns), "not grouped after two epochs");
+	cr_assert_eq(mode_now(ps, pc, *now), GC_FB_GROUP);
+}
+
 /* The verdict at the end of a direct epoch: grouped when several threads
- * made direct calls and even the shortest took 1 ms (rule 0's threshold);
- * direct otherwise. */
+ * made direct calls and even the shortest of this epoch and of the last
+ * one that timed calls took 1 ms (rule 0's threshold); direct otherwise. */
 struct verdict_case {
 	char name[56];
-	int threads;		/* threads making calls of call_ns */
+	uint64_t prev_ns;	/* the shortest call of the epoch before (0: none) */
+	int threads;		/* threads making calls of call_ns in this one */
 	uint64_t call_ns;
 	uint64_t shortest_ns;	/* one more call of this length (0: none) */
 	uint32_t mode;
@@ -501,16 +514,18 @@ struct verdict_case {
 ParameterizedTestParameters(fallback, verdict)
 {
 	static struct verdict_case cases[] = {
-		{ "slow disk, 2 threads", 2, CALL_SLOW, 0, GC_FB_GROUP },
-		{ "slow disk, 16 threads", 16, 4 * MS, 0, GC_FB_GROUP },
-		{ "exactly 1 ms", 2, 2 * MS, 1 * MS, GC_FB_GROUP },
-		{ "just under 1 ms", 2, 2 * MS, 999 * US, GC_FB_DIRECT },
-		{ "fast disk, one call shorter than the rest", 16, 1600 * US, CALL_FAST,
-		  GC_FB_DIRECT },
-		{ "fast disk", 8, CALL_FAST, 0, GC_FB_DIRECT },
-		{ "tmpfs", 8, 2 * US, 0, GC_FB_DIRECT },
-		{ "lone thread, slow disk", 1, CALL_SLOW, 0, GC_FB_DIRECT },
-		{ "no call ended in the epoch", 0, 0, 0, GC_FB_DIRECT },
+		{ "slow disk, 2 threads", CALL_SLOW, 2, CALL_SLOW, 0, GC_FB_GROUP },
+		{ "slow disk, 16 threads", 4 * MS, 16, 4 * MS, 0, GC_FB_GROUP },
+		{ "exactly 1 ms", 1 * MS, 2, 2 * MS, 1 * MS, GC_FB_GROUP },
+		{ "just under 1 ms", 2 * MS, 2, 2 * MS, 999 * US, GC_FB_DIRECT },
+		{ "the epoch before under 1 ms", 999 * US, 2, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "no epoch before timed a call", 0, 2, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "fast disk, one call shorter than the rest", CALL_FAST, 16, 1600 * US,
+		  CALL_FAST, GC_FB_DIRECT },
+		{ "fast disk", CALL_FAST, 8, CALL_FAST, 0, GC_FB_DIRECT },
+		{ "tmpfs", 2 * US, 8, 2 * US, 0, GC_FB_DIRECT },
+		{ "lone thread, slow disk", CALL_SLOW, 1, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "no call ended in the epoch", CALL_SLOW, 0, 0, 0, GC_FB_DIRECT },
 	};
 
 	return cr_make_param_array(struct verdict_case, cases, ARRAY_LEN(cases));
@@ -525,12 +540,34 @@ ParameterizedTest(struct verdict_case *c, fallback, verdict)
 
 	gc_policy_init(&ps);
 	fb_open(&ps, &pc, now);
+	/* the epoch before: one thread (no verdict for grouping on its own) */
+	if (c->prev_ns)
+		gc_policy_direct_done(&ps, 1, now + US, now + US + c->prev_ns);
+	cr_assert_not(fb_step(&ps, &pc, &now, 0, 0));
 	if (c->shortest_ns)
-		gc_policy_direct_done(&ps, 1, now + MS, now + MS + c->shortest_ns);
+		gc_policy_direct_done(&ps, 1, now + US, now + US + c->shortest_ns);
 	changed = fb_step(&ps, &pc, &now, c->threads, c->call_ns);
 	cr_expect_eq(mode_now(&ps, &pc, now), c->mode, "%s: %s", c->name,
 		     c->mode == GC_FB_GROUP ? "not grouped" : "grouped");
 	cr_expect_eq(changed, c->mode == GC_FB_GROUP, "%s: change reported", c->name);
+}
+
+/* One slow epoch on a fast disk (a moment of someone else's load) does
+ * not group: the next epoch's shortest call is fast again. */
+Test(fallback, one_slow_epoch_does_not_group)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, now);
+	for (int k = 0; k < 20; k++) {
+		uint64_t call = k % 2 ? 1300 * US : CALL_FAST;
+
+		cr_assert_not(fb_step(&ps, &pc, &now, 16, call), "grouped at epoch %d", k);
+		cr_assert_eq(ps.ps_fb_call_ns, call);
+	}
 }
 
 /* Only the shortest call counts, whatever the order; a clock that ran
@@ -591,7 +628,8 @@ Test(fallback, lone_thread_is_never_grouped)
 		cr_assert_not(fb_step(&ps, &pc, &now, 1, CALL_SLOW));
 		cr_assert(gc_policy_bypass(&ps, &pc, now), "a lone thread grouped");
 	}
-	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "a second thread groups");
+	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW),
+		  "a second thread groups at once (the calls were slow before)");
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now));
 }
 
@@ -648,9 +686,8 @@ Test(fallback, direct_probe_never_outlasts_its_epoch)
 	int probes = 0;
 
 	gc_policy_init(&ps);
-	fb_open(&ps, &pc, now);
-	cr_assert(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "grouped after the first epoch");
-	direct_ns += EPOCH;
+	fb_to_group(&ps, &pc, &now, 2, CALL_SLOW);
+	direct_ns += EPOCH + len;
 	while (now < T0 + 20 * SEC) {
 		bool idle = probes++ == 2, changed;
 		uint64_t start;
@@ -690,6 +727,7 @@ Test(fallback, hold_doubles_up_to_a_cap)
 
 	gc_policy_init(&ps);
 	fb_open(&ps, &pc, now);
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
 	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
 		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "grouped");
 		cr_expect_eq(ps.ps_fb_epoch_len, want[i] * EPOCH, "hold %zu: %llu ms", i,
@@ -697,6 +735,7 @@ Test(fallback, hold_doubles_up_to_a_cap)
 		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "the hold ends in a probe");
 	}
 	cr_assert_not(fb_step(&ps, &pc, &now, 4, CALL_FAST), "fast again: direct");
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
 	cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS));
 	cr_expect_eq(ps.ps_fb_epoch_len, HOLD_MIN * EPOCH, "the hold starts again");
 }
@@ -712,8 +751,7 @@ Test(fallback, probe_finding_fast_calls_goes_direct_and_closes_the_wait)
 	int32_t tid;
 
 	gc_policy_init(&ps);
-	fb_open(&ps, &pc, now);
-	cr_assert(fb_step(&ps, &pc, &now, 4, 4 * MS));
+	fb_to_group(&ps, &pc, &now, 4, 4 * MS);
 	for (int k = 0; k < 6; k++)	/* the EWMA settles on 4 ms */
 		commit(&ps, &pc, now, now, 4 * MS, 4, GC_CLOSE_COUNT);
 	for (tid = 1; tid <= 4; tid++)
