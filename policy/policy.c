@@ -28,13 +28,13 @@
  * window was 0.13-0.6 ms, but in 1 of 121 windows 1.3 ms (two in a row:
  * none seen); on the slow disks no call is shorter than a flush. An epoch
  * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those
- * calls if longer, so that every syncing thread ends a call in it. A
+ * calls if longer, so that each syncing thread ends a call in it. A
  * grouped verdict holds GC_FB_HOLD_MIN epochs, then one direct epoch (the
  * only probe: grouping is never probed, direct calls are timed while they
  * run) re-times the calls; each verdict for grouping again doubles the
  * hold, up to GC_FB_HOLD_MAX epochs. */
 #define GC_FB_EPOCH_NS (25 * GC_NSEC_PER_MSEC)
-#define GC_FB_EPOCH_CALLS 4
+#define GC_FB_EPOCH_CALLS 2
 #define GC_FB_HOLD_MIN 8
 #define GC_FB_HOLD_MAX 64
 

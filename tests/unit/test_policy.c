@@ -415,14 +415,14 @@ Test(adaptive, arrive_reports_a_new_sync_writer)
 
 /* ---- group-or-direct controller (no device source) ------------------------ */
 
-/* policy.c's numbers: an epoch lasts 25 ms or 4 of the shortest direct
+/* policy.c's numbers: an epoch lasts 25 ms or 2 of the shortest direct
  * calls; a grouped verdict holds 8 epochs, doubling to 64. */
 #define EPOCH (25 * MS)
-#define EPOCH_CALLS 4
+#define EPOCH_CALLS 2
 #define HOLD_MIN 8
 #define HOLD_MAX 64
 /* direct calls as measured: the 4 ms slow disk (append + fsync, two
- * flushes), and this VM's disk alone and under 16 threads */
+ * flushes; 18 ms at the start of 16 threads), and this VM's disk */
 #define CALL_SLOW (9 * MS)
 #define CALL_FAST (280 * US)
 
@@ -644,8 +644,8 @@ ParameterizedTestParameters(fallback, epoch_length)
 {
 	static struct len_case cases[] = {
 		{ CALL_FAST, EPOCH },
-		{ 6 * MS, EPOCH },
-		{ CALL_SLOW, EPOCH_CALLS * CALL_SLOW },
+		{ CALL_SLOW, EPOCH },
+		{ 18 * MS, EPOCH_CALLS * 18 * MS },
 		{ 40 * MS, EPOCH_CALLS * 40 * MS },
 	};
 
@@ -681,7 +681,7 @@ Test(fallback, direct_probe_never_outlasts_its_epoch)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t now = T0, direct_ns = 0, len = EPOCH_CALLS * CALL_SLOW;
+	uint64_t now = T0, direct_ns = 0, len = EPOCH;
 	uint32_t hold = HOLD_MIN;
 	int probes = 0;
 
