@@ -268,10 +268,13 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 		return false;
 	if (gc_policy_device_flush(ps, now))
 		return false; /* the device decides: nothing to measure */
-	/* no epoch yet; or one stamped in the future (a peer's clock, or
-	 * scribbles), which starts again from now */
-	if (!start || start > now)
+	if (!start)
 		return true;
+	/* A thread that read the clock before another started this epoch
+	 * is not past it. A stamp further ahead than an epoch is scribbles:
+	 * the next epoch starts from now. */
+	if (start > now)
+		return start - now > __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
 	/* by time alone: an epoch, the probe of direct calls too, never
 	 * outlasts its length, whatever it measured */
 	return now - start >= __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);

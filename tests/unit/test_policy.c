@@ -767,20 +767,28 @@ Test(fallback, probe_finding_fast_calls_goes_direct_and_closes_the_wait)
 			0, 0);
 }
 
-/* An epoch stamped in the future (a peer's clock, scribbles) ends at once
- * and the next starts from now. */
-Test(fallback, epoch_from_the_future_starts_again)
+/* A thread whose clock reading is older than the epoch's start (it read
+ * the clock, then waited for the lock while another thread started the
+ * epoch) does not end it; a stamp further ahead than an epoch (scribbles)
+ * ends at once, and the next epoch starts from now. */
+Test(fallback, epoch_from_the_future)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
+	uint64_t now = T0;
 
 	gc_policy_init(&ps);
-	fb_open(&ps, &pc, T0);
-	ps.ps_fb_epoch_start = T0 + 100 * SEC;
-	cr_expect(gc_policy_epoch_due(&ps, &pc, T0 + MS));
-	gc_policy_epoch_end(&ps, &pc, T0 + MS);
-	cr_expect_eq(ps.ps_fb_epoch_start, T0 + MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + 2 * MS));
+	fb_open(&ps, &pc, now);
+	cr_assert_not(fb_step(&ps, &pc, &now, 2, CALL_SLOW));
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now - 3 * MS), "a stale reading");
+	cr_expect_not(gc_policy_epoch_end(&ps, &pc, now - 3 * MS));
+	cr_expect_eq(ps.ps_fb_epoch_start, now, "the epoch goes on");
+	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "and groups at its end");
+	ps.ps_fb_epoch_start = now + 100 * SEC;
+	cr_expect(gc_policy_epoch_due(&ps, &pc, now + MS));
+	gc_policy_epoch_end(&ps, &pc, now + MS);
+	cr_expect_eq(ps.ps_fb_epoch_start, now + MS);
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now + 2 * MS));
 }
 
 /* A state from a shared segment is checked: the mode and the hold in range. */
