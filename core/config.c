@@ -192,6 +192,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	static const char *const osync[] = { "convert", "keep" };
 	static const char *const stage[] = { "auto", "always", "never" };
 	static const char *const share[] = { "user", "process" };
+	static const char *const device[] = { "off", "auto" };
 	static const char *const logs[] = { "error", "warn", "info", "debug", "trace" };
 	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
 	struct gc_policy_cfg *pc = &c->c_policy;
@@ -203,6 +204,8 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		c->c_disable = i == 1;
 	if ((i = parse_word(&p, "LIBGC_PROBE", bools, 2, "0 or 1")) >= 0)
 		c->c_policy.pc_probe = i == 1;
+	if ((i = parse_word(&p, "LIBGC_DEVICE", device, 2, "auto or off")) >= 0)
+		pc->pc_device = i == 1;
 	if ((i = parse_word(&p, "LIBGC_POLICY", policies, 5,
 			    "adaptive, none, fixed, jbd2 or siblings")) >= 0)
 		pc->pc_kind = (enum gc_policy_kind)i;

@@ -270,6 +270,7 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 		d->j_policy.ps_commit_samples = ps.ps_commit_samples;
 		d->j_policy.ps_gran_ns = ps.ps_gran_ns;
 		d->j_policy.ps_gran_samples = ps.ps_gran_samples;
+		d->j_policy.ps_fb_call_ns = ps.ps_fb_call_ns;
 		d->j_reclaims++;
 	}
 	if (free_i < 0)

@@ -152,7 +152,8 @@ static struct gc_domain *domain_find(uint64_t dev)
 }
 
 /* What the device says, at most every GC_DEVICE_REFRESH_NS per domain:
- * the observer's flush latency when gcd runs, else /proc/diskstats'. */
+ * the observer's flush latency when gcd runs, else /proc/diskstats'.
+ * LIBGC_DEVICE=off asks neither: the controller measures for itself. */
 static void device_refresh(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
@@ -161,7 +162,7 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 	uint32_t s;
 
 	if (gc_cfg.c_policy.pc_kind != GC_POL_ADAPTIVE || !gc_cfg.c_policy.pc_probe ||
-	    !gc_policy_device_claim(ps, now))
+	    !gc_cfg.c_policy.pc_device || !gc_policy_device_claim(ps, now))
 		return;
 	f = gc_devstats_flush_ns(d->j_dev, now, &src);
 	s = !strcmp(src, "observer") ? GC_DEV_OBSERVER : !strcmp(src, "diskstats")
@@ -190,14 +191,12 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 			if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
 				gc_domain_wake(d, &d->j_wq_lead);
 			gc_log(GC_LOG_DEBUG,
-			       "device %llx: %s calls now (t=%llu ms; measured grouped %llu/s %llu us, direct %llu/s %llu us)",
+			       "device %llx: %s calls now (t=%llu ms; from own timing: shortest direct call %llu us, next epoch %llu ms)",
 			       (unsigned long long)d->j_dev,
 			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
 			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
-			       (unsigned long long)(ps->ps_ab_rate[GC_AB_GROUP] / 1000),
-			       (unsigned long long)(ps->ps_ab_lat[GC_AB_GROUP] / 1000),
-			       (unsigned long long)(ps->ps_ab_rate[GC_AB_DIRECT] / 1000),
-			       (unsigned long long)(ps->ps_ab_lat[GC_AB_DIRECT] / 1000));
+			       (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
+			       (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
 		}
 		gc_domain_unlock(d);
 	}
@@ -210,10 +209,11 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 #define GC_ARRIVE_EVERY_NS (250 * GC_NSEC_PER_USEC)
 static __thread uint64_t gc_arrived_ns __attribute__((tls_model("initial-exec")));
 
-/* A direct real call while the controller measures direct calls. */
+/* A direct real call while the controller times direct calls. */
 static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t start)
 {
 	int32_t tid = gc_gettid();
+	uint64_t t0;
 	int r;
 
 	/* The device decided: the controller is idle, nothing to note or
@@ -230,8 +230,11 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 		gc_arrived_ns = start;
 	}
 	gc_stat_inc(bypass);
+	/* the real call alone: what one sync costs the device */
+	t0 = gc_now_ns();
 	r = gc_commit_direct(fd, datasync);
-	gc_policy_account(&d->j_policy, tid, start, gc_now_ns());
+	if (r == 0)
+		gc_policy_direct_done(&d->j_policy, tid, t0, gc_now_ns());
 	return r;
 }
 
@@ -342,6 +345,5 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		if (!r && e < 0)
 			r = e;
 	}
-	gc_policy_account(&d->j_policy, h.h_tid, start, gc_now_ns());
 	return r;
 }

@@ -18,36 +18,25 @@
  * over at least this many: the sync threads do not overlap. */
 #define GC_SERIAL_BATCH_X16 24
 #define GC_SERIAL_TXNS 4
-/* Group-or-direct controller. Probe epochs are short, hold epochs longer;
- * a hold lasts GC_AB_HOLD_EPOCHS << streak epochs. */
-#define GC_AB_PROBE_NS (25 * GC_NSEC_PER_MSEC)
-#define GC_AB_HOLD_NS (200 * GC_NSEC_PER_MSEC)
-#define GC_AB_MAX_EPOCH_NS (1 * GC_NSEC_PER_SEC)
-#define GC_AB_MIN_REQS 8
-#define GC_AB_MIN_COMMITS 8
-#define GC_AB_HOLD_EPOCHS 4
-#define GC_AB_MAX_STREAK 4
-/* Grouping must beat direct calls by 25% to be chosen: short epochs on a
- * shared machine differ by 10-20% between identical runs, a direct probe
- * that follows grouped epochs starts with every thread released at once
- * (the kernel's own batching needs a while to find its pace again), and a
- * wrong "group" verdict costs more than a wrong "direct" one. Where grouping
- * pays (slow flushes) it wins by 70% and more. A winner by 50% or more gets
- * two more steps of hold at once (probing the loser costs), except on the
- * first verdict, measured while processes may still be starting. */
-#define GC_AB_MARGIN_PCT 25
-#define GC_AB_CLEAR_PCT 50
-/* A grouped probe running below this share of direct's rate, with a mean
- * latency above direct's by the inverse share, halfway through its
- * measurement cannot win: it ends there. It is judged only from its
- * GC_AB_STOP_SETTLE-th commit on, and only once GC_AB_STOP_COMMITS more
- * have ended: the first commit of a grouped epoch holds the one thread that
- * arrived alone, the second every other thread's unstaged data (on a slow
- * disk these two took 40 ms at 0.45x of direct, while the grouped epoch that
- * followed ran at 1.7x). */
-#define GC_AB_STOP_PCT 80
-#define GC_AB_STOP_SETTLE 2
-#define GC_AB_STOP_COMMITS 2
+/* Group-or-direct controller (README rules 4-7), while no source knows
+ * the device. It decides as rule 0 does, GC_DEVICE_GROUP_NS being the
+ * threshold, from the shortest direct call it timed in its last two
+ * epochs that timed any: a sync that takes 1 ms or more even when nobody
+ * queued before it pays a device flush, which a group shares. The
+ * shortest, not the mean: 16 threads on this VM's disk (41 us flush) made
+ * calls of 0.68 ms at p50 and 1.6 ms at p99, while the shortest of a 25 ms
+ * window was 0.13-0.6 ms, but in 1 of 121 windows 1.3 ms (two in a row:
+ * none seen); on the slow disks no call is shorter than a flush. An epoch
+ * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those
+ * calls if longer, so that each syncing thread ends a call in it. A
+ * grouped verdict holds GC_FB_HOLD_MIN epochs, then one direct epoch (the
+ * only probe: grouping is never probed, direct calls are timed while they
+ * run) re-times the calls; each verdict for grouping again doubles the
+ * hold, up to GC_FB_HOLD_MAX epochs. */
+#define GC_FB_EPOCH_NS (25 * GC_NSEC_PER_MSEC)
+#define GC_FB_EPOCH_CALLS 2
+#define GC_FB_HOLD_MIN 8
+#define GC_FB_HOLD_MAX 64
 
 static uint64_t ewma4(uint64_t avg, uint64_t x, bool first)
 {
@@ -68,6 +57,7 @@ void gc_policy_cfg_defaults(struct gc_policy_cfg *pc)
 	pc->pc_wait_ns = 1000 * GC_NSEC_PER_USEC;
 	pc->pc_siblings = 5;				/* PostgreSQL commit_siblings */
 	pc->pc_probe = true;
+	pc->pc_device = true;
 }
 
 const char *gc_policy_name(enum gc_policy_kind k)
@@ -95,7 +85,8 @@ void gc_policy_init(struct gc_policy_state *ps)
 	memset(ps, 0, sizeof(*ps));
 	ps->ps_gran_ns = GC_GRAN_DEFAULT_NS;
 	ps->ps_batch_x16 = 32;
-	ps->ps_ab_last = GC_AB_NONE;
+	ps->ps_fb_hold = GC_FB_HOLD_MIN;
+	ps->ps_fb_min_ns = UINT64_MAX;
 }
 
 static uint64_t active_window(const struct gc_policy_state *ps)
@@ -119,8 +110,8 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
-	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_ab_mode <= GC_AB_DIRECT &&
-	       ps->ps_ab_phase <= GC_AB_HOLD && ps->ps_ab_last <= GC_AB_NONE;
+	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_fb_mode <= GC_FB_DIRECT &&
+	       ps->ps_fb_hold >= GC_FB_HOLD_MIN && ps->ps_fb_hold <= GC_FB_HOLD_MAX;
 }
 
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
@@ -207,7 +198,7 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	 * deciding, the controller starts afresh with a first epoch rather
 	 * than judge counts gathered meanwhile. */
 	if (flush_ns)
-		__atomic_store_n(&ps->ps_ab_epoch_start, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ps->ps_fb_epoch_start, 0, __ATOMIC_RELAXED);
 	return device_verdict(flush_ns) != was;
 }
 
@@ -223,291 +214,122 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 	f = gc_policy_device_flush(ps, now);
 	if (f)
 		return f < GC_DEVICE_GROUP_NS;
-	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT;
+	return __atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT;
 }
 
 /* Notes @tid among the threads of this epoch: the first, or another. */
-static void ab_note_thread(struct gc_policy_state *ps, int32_t tid)
+static void fb_note_thread(struct gc_policy_state *ps, int32_t tid)
 {
-	uint64_t me = GC_AB_ONE | (uint32_t)tid;
-	uint64_t seen = __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED);
+	uint64_t me = GC_FB_ONE | (uint32_t)tid;
+	uint64_t seen = __atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED);
 
-	if (seen == me || seen == GC_AB_MANY)
-		return; /* once several are seen: one load a request */
-	if (!seen && __atomic_compare_exchange_n(&ps->ps_ab_threads, &seen, me, false,
+	if (seen == me || seen == GC_FB_MANY)
+		return; /* once several are seen: one load a call */
+	if (!seen && __atomic_compare_exchange_n(&ps->ps_fb_threads, &seen, me, false,
 						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return; /* the epoch's first */
 	if (seen != me)
-		__atomic_store_n(&ps->ps_ab_threads, GC_AB_MANY, __ATOMIC_RELAXED);
+		__atomic_store_n(&ps->ps_fb_threads, GC_FB_MANY, __ATOMIC_RELAXED);
 }
 
-void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
-		       uint64_t end)
+void gc_policy_direct_done(struct gc_policy_state *ps, int32_t tid, uint64_t start,
+			   uint64_t end)
 {
-	struct gc_ab_shard *sh = &ps->ps_ab_shard[(uint32_t)tid % GC_AB_SHARDS];
+	uint64_t took = end > start ? end - start : 0;
+	uint64_t min = __atomic_load_n(&ps->ps_fb_min_ns, __ATOMIC_RELAXED);
 
-	ab_note_thread(ps, tid);
-	if (start < __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED))
-		return;
-	__atomic_fetch_add(&sh->s_reqs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sh->s_lat_ns, end - start, __ATOMIC_RELAXED);
+	fb_note_thread(ps, tid);
+	/* a store only for a new shortest: after the first calls of an
+	 * epoch, direct calls write no line that other threads read */
+	while (took < min && !__atomic_compare_exchange_n(&ps->ps_fb_min_ns, &min, took, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
-uint64_t gc_policy_epoch_reqs(const struct gc_policy_state *ps)
+static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
-	uint64_t n = 0;
-	int i;
-
-	for (i = 0; i < GC_AB_SHARDS; i++)
-		n += __atomic_load_n(&ps->ps_ab_shard[i].s_reqs, __ATOMIC_RELAXED);
-	return n;
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-static uint64_t epoch_lat_ns(const struct gc_policy_state *ps)
+/* GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS direct calls if longer. */
+static uint64_t fb_epoch_len(const struct gc_policy_state *ps)
 {
-	uint64_t n = 0;
-	int i;
+	uint64_t by_calls = sat_mul(ps->ps_fb_call_ns, GC_FB_EPOCH_CALLS);
 
-	for (i = 0; i < GC_AB_SHARDS; i++)
-		n += __atomic_load_n(&ps->ps_ab_shard[i].s_lat_ns, __ATOMIC_RELAXED);
-	return n;
-}
-
-static void epoch_counts_reset(struct gc_policy_state *ps)
-{
-	int i;
-
-	for (i = 0; i < GC_AB_SHARDS; i++) {
-		__atomic_store_n(&ps->ps_ab_shard[i].s_reqs, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&ps->ps_ab_shard[i].s_lat_ns, 0, __ATOMIC_RELAXED);
-	}
-}
-
-static uint64_t epoch_len(const struct gc_policy_state *ps, uint32_t phase)
-{
-	uint64_t base = phase == GC_AB_PROBE ? GC_AB_PROBE_NS : GC_AB_HOLD_NS;
-	uint64_t by_commit = (phase == GC_AB_PROBE ? 8 : 32) * ps->ps_commit_ns;
-
-	return min_u64(base > by_commit ? base : by_commit, GC_AB_MAX_EPOCH_NS);
-}
-
-/* Grouped epochs are measured from their Nth commit on: the first commits
- * after a switch still carry requests (and sync threads not yet counted) of
- * the other mode; the very first grouped epoch, with processes still
- * starting and nothing learned, settles longer. */
-static uint32_t ab_settle_commits(const struct gc_policy_state *ps)
-{
-	return ps->ps_ab_last == GC_AB_NONE ? 8 : 2;
-}
-
-/* Requests per second (x1000) of @reqs that began at or after @from and
- * ended by @now with mean latency @lat: only a window shortened by about
- * one latency can hold such requests. */
-static uint64_t window_rate(uint64_t reqs, uint64_t lat, uint64_t from, uint64_t now)
-{
-	uint64_t dur = now > from ? now - from : 0;
-
-	if (reqs)
-		dur -= min_u64(lat, dur / 2);
-	return reqs * GC_NSEC_PER_SEC * 1000 / (dur ? dur : 1);
-}
-
-/* A grouped probe is cut short when, halfway through its measured part
- * and with the requests and commits it needs to be judged, it runs clearly
- * slower than direct calls just did, and its requests take clearly longer
- * (with a fixed set of threads the two go together; a rate measured over a
- * few commits right after a switch can read low on its own): it cannot
- * win, and every millisecond of it costs (on a disk where grouping loses,
- * its epochs ran at 0.25-0.8x). Past its length it then ends without
- * waiting for the commits a verdict for grouping needs (at 16 files a
- * thread, commits of 4-10 ms stretched such probes to 90 ms). */
-static bool group_probe_losing(const struct gc_policy_state *ps, uint64_t start,
-			       uint64_t now)
-{
-	uint64_t stop = __atomic_load_n(&ps->ps_ab_stop_below, __ATOMIC_RELAXED);
-	uint64_t from, end, reqs, lat;
-
-	if (!stop)
-		return false;
-	if (__atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) <
-	    GC_AB_STOP_SETTLE + GC_AB_STOP_COMMITS)
-		return false;
-	from = __atomic_load_n(&ps->ps_ab_measure_from, __ATOMIC_RELAXED);
-	end = start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED);
-	if (from < end && now < from + (end - from) / 2)
-		return false;
-	reqs = gc_policy_epoch_reqs(ps);
-	if (reqs < GC_AB_MIN_REQS)
-		return false;
-	lat = epoch_lat_ns(ps) / reqs;
-	return lat > __atomic_load_n(&ps->ps_ab_stop_lat, __ATOMIC_RELAXED) &&
-	       window_rate(reqs, lat, from, now) < stop;
+	return by_calls > GC_FB_EPOCH_NS ? by_calls : GC_FB_EPOCH_NS;
 }
 
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t start = __atomic_load_n(&ps->ps_ab_epoch_start, __ATOMIC_RELAXED);
+	uint64_t start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
 
 	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
 	if (gc_policy_device_flush(ps, now))
-		return false; /* the device decides: nothing to probe */
+		return false; /* the device decides: nothing to measure */
 	if (!start)
-		return true; /* first request: open the first epoch */
-	if (now < start + __atomic_load_n(&ps->ps_ab_epoch_len, __ATOMIC_RELAXED))
-		return group_probe_losing(ps, start, now);
-	if (now >= start + GC_AB_MAX_EPOCH_NS)
 		return true;
-	/* Too few requests, or (grouped) too few commits, to judge: go on. */
-	if (gc_policy_epoch_reqs(ps) < GC_AB_MIN_REQS)
-		return false;
-	return __atomic_load_n(&ps->ps_ab_mode, __ATOMIC_RELAXED) == GC_AB_DIRECT ||
-	       __atomic_load_n(&ps->ps_ab_commits, __ATOMIC_RELAXED) >=
-		       GC_AB_MIN_COMMITS + ab_settle_commits(ps) ||
-	       group_probe_losing(ps, start, now);
+	/* A thread that read the clock before another started this epoch
+	 * is not past it. A stamp further ahead than an epoch is scribbles:
+	 * the next epoch starts from now. */
+	if (start > now)
+		return start - now > __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
+	/* by time alone: an epoch, the probe of direct calls too, never
+	 * outlasts its length, whatever it measured */
+	return now - start >= __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
 }
 
-/* Grouped only when it measured clearly faster (or, at equal rates, clearly
- * quicker: fewer waits for the same throughput); direct otherwise. */
-static uint32_t ab_winner(const struct gc_policy_state *ps)
+static void fb_start(struct gc_policy_state *ps, uint32_t mode, uint64_t len, uint64_t now)
 {
-	uint64_t g = ps->ps_ab_rate[GC_AB_GROUP], d = ps->ps_ab_rate[GC_AB_DIRECT];
-	uint64_t gl = ps->ps_ab_lat[GC_AB_GROUP], dl = ps->ps_ab_lat[GC_AB_DIRECT];
-
-	if (g * 100 > d * (100 + GC_AB_MARGIN_PCT))
-		return GC_AB_GROUP;
-	if (g >= d && gl * (100 + GC_AB_MARGIN_PCT) < dl * 100)
-		return GC_AB_GROUP;
-	return GC_AB_DIRECT;
-}
-
-static void ab_start(struct gc_policy_state *ps, uint32_t mode, uint32_t phase,
-		     uint64_t now)
-{
-	uint64_t len = epoch_len(ps, phase);
-	bool stoppable = mode == GC_AB_GROUP && phase == GC_AB_PROBE &&
-			 (ps->ps_ab_have & (1u << GC_AB_DIRECT));
-
-	ps->ps_ab_phase = phase;
-	__atomic_store_n(&ps->ps_ab_stop_below,
-			 stoppable ? ps->ps_ab_rate[GC_AB_DIRECT] * GC_AB_STOP_PCT / 100 : 0,
-			 __ATOMIC_RELAXED);
-	/* direct's latency is UINT64_MAX after an epoch without requests
-	 * (and then its rate, the bound above, is 0: no early end) */
-	__atomic_store_n(&ps->ps_ab_stop_lat,
-			 stoppable ? min_u64(ps->ps_ab_lat[GC_AB_DIRECT], UINT64_MAX / 100) *
-					     100 / GC_AB_STOP_PCT
-				   : 0,
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_mode, mode, __ATOMIC_RELAXED);
-	epoch_counts_reset(ps);
-	__atomic_store_n(&ps->ps_ab_threads, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_commits, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_epoch_len, len, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_measure_from, now + len / 4, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_ab_epoch_start, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_mode, mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_min_ns, UINT64_MAX, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_threads, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_epoch_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_epoch_start, now, __ATOMIC_RELAXED);
 }
 
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now)
 {
-	uint32_t mode = ps->ps_ab_mode, other = mode ^ 1, win;
-	uint64_t reqs;
+	uint32_t was = ps->ps_fb_mode;
+	uint64_t min, len;
+	bool group;
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
-	if (!__atomic_load_n(&ps->ps_ab_epoch_start, __ATOMIC_RELAXED)) {
-		/* Direct first: until grouping has measured faster the
-		 * program runs as it would bare. */
-		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
+	min = __atomic_load_n(&ps->ps_fb_min_ns, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED)) {
+		/* The first epoch times direct calls: until they are
+		 * measured slow the program runs as it would bare. */
+		fb_start(ps, GC_FB_DIRECT, fb_epoch_len(ps), now);
 		return false;
 	}
-	reqs = gc_policy_epoch_reqs(ps);
-	ps->ps_ab_lat[mode] = reqs ? epoch_lat_ns(ps) / reqs
-				   : UINT64_MAX;
-	/* Only requests that both began and ended inside the window are
-	 * counted, so a window of length T holds about rate x (T - latency)
-	 * of them: without this a short probe reads low against a long hold
-	 * epoch (by 5% for a 1 ms request in a 19 ms window). */
-	ps->ps_ab_rate[mode] = window_rate(reqs, ps->ps_ab_lat[mode], ps->ps_ab_measure_from, now);
-	ps->ps_ab_have |= 1u << mode;
-
-	if (ps->ps_ab_phase == GC_AB_HOLD && --ps->ps_ab_hold) {
-		ab_start(ps, mode, GC_AB_HOLD, now);
+	if (was == GC_FB_GROUP) {
+		/* A hold ends in one epoch of direct calls, timed again. */
+		fb_start(ps, GC_FB_DIRECT, fb_epoch_len(ps), now);
+		return true;
+	}
+	/* Grouped when several threads made direct calls and even the
+	 * shortest of this epoch and of the last one that timed calls took a
+	 * device flush (rule 0's threshold). An epoch without a timed call,
+	 * or with one thread alone (Wheeler (4)), stays direct. */
+	group = min != UINT64_MAX && min >= GC_DEVICE_GROUP_NS &&
+		ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS &&
+		__atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED) == GC_FB_MANY;
+	if (min != UINT64_MAX)
+		ps->ps_fb_call_ns = min;
+	len = fb_epoch_len(ps);
+	if (!group) {
+		ps->ps_fb_hold = GC_FB_HOLD_MIN;
+		fb_start(ps, GC_FB_DIRECT, len, now);
 		return false;
 	}
-	if (!(ps->ps_ab_have & (1u << other))) {
-		/* One thread alone has nothing to gather (Wheeler (4)): its
-		 * grouped epoch would only add the commit's own steps to each
-		 * request. Direct calls go on in probe-length epochs, and the
-		 * first one with a second sync thread is followed by the
-		 * grouped probe. */
-		if (other == GC_AB_GROUP &&
-		    __atomic_load_n(&ps->ps_ab_threads, __ATOMIC_RELAXED) != GC_AB_MANY) {
-			ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
-			return false;
-		}
-		/* The other mode has no fresh number: measure it now. */
-		ab_start(ps, other, GC_AB_PROBE, now);
-		return true;
-	}
-	/* Both modes measured back to back: hold the faster one. */
-	if (ps->ps_ab_confirm) {
-		/* Grouped stands between two direct epochs: it must beat the
-		 * better of them (a start-up stall or a slow moment of the
-		 * device in one short direct epoch is not a reason to group). */
-		ps->ps_ab_confirm = 0;
-		if (ps->ps_ab_before_rate > ps->ps_ab_rate[GC_AB_DIRECT])
-			ps->ps_ab_rate[GC_AB_DIRECT] = ps->ps_ab_before_rate;
-		if (ps->ps_ab_before_lat < ps->ps_ab_lat[GC_AB_DIRECT])
-			ps->ps_ab_lat[GC_AB_DIRECT] = ps->ps_ab_before_lat;
-	} else if (ab_winner(ps) == GC_AB_GROUP && ps->ps_ab_last != GC_AB_GROUP &&
-		   mode == GC_AB_GROUP) {
-		/* A switch to grouped is confirmed: direct again, then the
-		 * verdict (A-B-A). Grouped keeps its fresh number. */
-		ps->ps_ab_confirm = 1;
-		ps->ps_ab_before_rate = ps->ps_ab_rate[GC_AB_DIRECT];
-		ps->ps_ab_before_lat = ps->ps_ab_lat[GC_AB_DIRECT];
-		ps->ps_ab_have = 1u << GC_AB_GROUP;
-		ab_start(ps, GC_AB_DIRECT, GC_AB_PROBE, now);
-		return true;
-	}
-	win = ab_winner(ps);
-	if (win == ps->ps_ab_last) {
-		ps->ps_ab_streak++;
-	} else {
-		if (ps->ps_ab_last != GC_AB_NONE)
-			ps->ps_ab_switches++;
-		ps->ps_ab_streak = 0;
-	}
-	/* A clear winner is re-probed less often: the loser's epochs cost.
-	 * The first verdict, measured while everything starts, earns it only
-	 * for direct calls at least twice as fast: grouping that slow costs
-	 * most per probe (a file per thread on a disk without a journal ran
-	 * grouped at 0.25-0.45x), and a start that slows grouping that much
-	 * where it pays has not been seen. */
-	if (ps->ps_ab_rate[win] * 100 >= ps->ps_ab_rate[win ^ 1] * (100 + GC_AB_CLEAR_PCT) &&
-	    (ps->ps_ab_last != GC_AB_NONE ||
-	     (win == GC_AB_DIRECT && ps->ps_ab_rate[win] >= 2 * ps->ps_ab_rate[win ^ 1])))
-		ps->ps_ab_streak += 2;
-	if (ps->ps_ab_streak > GC_AB_MAX_STREAK)
-		ps->ps_ab_streak = GC_AB_MAX_STREAK;
-	ps->ps_ab_hold = GC_AB_HOLD_EPOCHS << ps->ps_ab_streak;
-	/* A first verdict for direct calls by less than grouping's margin
-	 * holds one epoch only: the start can flatter direct calls (two
-	 * threads on one file on a slow disk began with their fsyncs sharing
-	 * the kernel's commits, at 1.9x the rate they settled to, and such a
-	 * verdict then held 1.3 s of a 2 s run on direct calls at 0.55x of
-	 * grouped). Grouping is probed again after a direct epoch of its own
-	 * length. */
-	if (ps->ps_ab_last == GC_AB_NONE && win == GC_AB_DIRECT &&
-	    ps->ps_ab_rate[GC_AB_GROUP] * (100 + GC_AB_MARGIN_PCT) > ps->ps_ab_rate[GC_AB_DIRECT] * 100)
-		ps->ps_ab_hold = 1;
-	ps->ps_ab_last = win;
-	ps->ps_ab_have = 0;
-	ab_start(ps, win, GC_AB_HOLD, now);
-	return win != mode;
+	fb_start(ps, GC_FB_GROUP, sat_mul(len, ps->ps_fb_hold), now);
+	/* the same verdict again next time is re-probed less often */
+	ps->ps_fb_hold = ps->ps_fb_hold < GC_FB_HOLD_MAX / 2 ? 2 * ps->ps_fb_hold
+							     : GC_FB_HOLD_MAX;
+	return true;
 }
 
 static struct gc_decision close_now(enum gc_close_reason r)
@@ -639,16 +461,6 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
-	__atomic_store_n(&ps->ps_ab_commits, ps->ps_ab_commits + 1, __ATOMIC_RELAXED);
-	/* a grouped epoch is measured from its settling commit on; a probe's
-	 * early end is judged from GC_AB_STOP_SETTLE on, even where the epoch
-	 * settles longer (then measured again from the later one) */
-	if ((ps->ps_ab_commits == ab_settle_commits(ps) ||
-	     ps->ps_ab_commits == GC_AB_STOP_SETTLE) &&
-	    ps->ps_ab_mode == GC_AB_GROUP && ps->ps_ab_measure_from < cs->cs_end_ns) {
-		__atomic_store_n(&ps->ps_ab_measure_from, cs->cs_end_ns, __ATOMIC_RELAXED);
-		epoch_counts_reset(ps);
-	}
 
 	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
 					   ps->ps_txns == 0);

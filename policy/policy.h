@@ -22,20 +22,15 @@ struct gc_policy_cfg {
 	uint64_t pc_wait_ns;		/* LIBGC_WAIT_US: fixed wait, siblings commit_delay */
 	uint32_t pc_siblings;		/* LIBGC_SIBLINGS: siblings commit_siblings */
 	bool pc_probe;			/* LIBGC_PROBE: adaptive's group-or-direct controller */
+	bool pc_device;			/* LIBGC_DEVICE=auto: the device's flush latency
+					 * decides group-or-direct (rule 0); off: the
+					 * self-measuring controller always does */
 };
 
 void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
 const char *gc_policy_name(enum gc_policy_kind k);
 
 #define GC_RECENT_MAX 32
-/* The controller's per-request counters, spread over cache lines by thread
- * id: a direct call costs no write to a line other threads read. */
-#define GC_AB_SHARDS 8
-
-struct gc_ab_shard {
-	uint64_t s_reqs;	/* requests completed in this epoch (atomic) */
-	uint64_t s_lat_ns;	/* their summed latency (atomic) */
-} __attribute__((aligned(64)));
 
 /* Per-domain policy memory. Fixed layout, no pointers: it lives inside the
  * domain, which may later live in a shared segment. */
@@ -58,35 +53,22 @@ struct gc_policy_state {
 	} ps_recent[GC_RECENT_MAX];	/* distinct sync threads and when last seen */
 	uint32_t ps_batch_x16;		/* EWMA of handles per transaction, x16 */
 	uint32_t ps_txns;		/* transactions committed */
-	/* Group-or-direct controller (adaptive only): requests are served in
-	 * epochs; a probe runs one epoch grouped and one direct, the faster
-	 * mode then holds for a while, and is re-probed against the other. A
-	 * switch to grouped is confirmed first: direct is measured again, and
-	 * grouped must beat the better of the two direct epochs (A-B-A). */
-	uint32_t ps_ab_mode;		/* GC_AB_GROUP or GC_AB_DIRECT: what requests do now */
-	uint32_t ps_ab_phase;		/* GC_AB_PROBE or GC_AB_HOLD */
-	uint32_t ps_ab_hold;		/* hold epochs left */
-	uint32_t ps_ab_streak;		/* same verdict in a row: lengthens holds */
-	uint64_t ps_ab_epoch_start;
-	uint64_t ps_ab_epoch_len;
-	uint64_t ps_ab_measure_from;	/* epoch start + a quarter: settled */
-	uint64_t ps_ab_commits;		/* commits in this epoch */
-	uint64_t ps_ab_rate[2];		/* last measured requests/s per mode, x1000 */
-	uint64_t ps_ab_lat[2];		/* last measured mean latency per mode */
-	uint32_t ps_ab_have;		/* bit per mode: a fresh measurement exists */
-	uint32_t ps_ab_last;		/* the last verdict, GC_AB_NONE before the first */
-	uint32_t ps_ab_switches;	/* verdicts that changed the held mode */
-	uint32_t ps_ab_confirm;		/* grouped won against direct measured before it:
-					 * direct is measured again after it */
-	uint64_t ps_ab_before_rate;	/* direct's rate and latency before that probe */
-	uint64_t ps_ab_before_lat;
-	uint64_t ps_ab_stop_below;	/* a grouped probe slower than this (x1000/s)
-					 * halfway through ends early; 0: never */
-	uint64_t ps_ab_stop_lat;	/* ... if its mean latency is above this too */
-	uint64_t ps_ab_threads;		/* who was accounted in this epoch (atomic):
-					 * 0 nobody, GC_AB_ONE | tid one thread,
-					 * GC_AB_MANY several */
-	struct gc_ab_shard ps_ab_shard[GC_AB_SHARDS];
+	/* Group-or-direct controller (adaptive, while no source knows the
+	 * device: README rules 4-7). It times direct calls in epochs; the
+	 * shortest is what one sync costs the device when nobody queues
+	 * before it. Grouped, it holds a number of epochs, then probes direct
+	 * calls for one epoch to time them again. */
+	uint32_t ps_fb_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: what requests do now */
+	uint32_t ps_fb_hold;		/* epochs of the next grouped hold */
+	uint64_t ps_fb_epoch_start;	/* 0: no epoch yet (atomic) */
+	uint64_t ps_fb_epoch_len;	/* (atomic) */
+	uint64_t ps_fb_call_ns;		/* shortest direct call of the last epoch that had
+					 * one: sizes the epochs, and a verdict for
+					 * grouping needs it slow too */
+	uint64_t ps_fb_min_ns;		/* shortest direct call of this epoch (atomic),
+					 * UINT64_MAX: none yet */
+	uint64_t ps_fb_threads;		/* who made them (atomic): 0 nobody,
+					 * GC_FB_ONE | tid one thread, GC_FB_MANY several */
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
@@ -100,32 +82,27 @@ bool gc_policy_check(const struct gc_policy_state *ps);
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		      int32_t tid, uint64_t now);
 
-enum { GC_AB_GROUP = 0, GC_AB_DIRECT = 1, GC_AB_NONE = 2 };
-#define GC_AB_ONE (1ull << 32)
-#define GC_AB_MANY UINT64_MAX
-enum { GC_AB_PROBE = 0, GC_AB_HOLD = 1 };
+enum { GC_FB_GROUP = 0, GC_FB_DIRECT = 1 };
+#define GC_FB_ONE (1ull << 32)
+#define GC_FB_MANY UINT64_MAX
 
-/* true: serve this request with a direct real call (policy none, or the
- * adaptive controller currently finds direct calls faster). Cheap; may be
- * read without the domain lock. */
+/* true: serve this request with a direct real call (policy none, the
+ * device is fast, or the controller has the domain on direct calls).
+ * Cheap; may be read without the domain lock. */
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now);
 
-/* A request of thread @tid that began at @start finished at @end, in
- * whichever mode. Counted only if it began after the epoch settled (the
- * first quarter of an epoch is left to requests of the previous mode);
- * its thread is noted either way. Lock-free. */
-void gc_policy_account(struct gc_policy_state *ps, int32_t tid, uint64_t start,
-		       uint64_t end);
-/* Requests counted in the current epoch so far. */
-uint64_t gc_policy_epoch_reqs(const struct gc_policy_state *ps);
-/* true when the current epoch is over and gc_policy_epoch_end() is due.
- * Lock-free; the caller then takes the lock and calls epoch_end, which
- * re-checks. */
+/* A direct real call of thread @tid ran from @start to @end and succeeded
+ * (a failed call says nothing about the device). Lock-free. */
+void gc_policy_direct_done(struct gc_policy_state *ps, int32_t tid, uint64_t start,
+			   uint64_t end);
+/* true when the current epoch is over (or none began) and
+ * gc_policy_epoch_end() is due. Lock-free; the caller then takes the lock
+ * and calls epoch_end, which re-checks. */
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now);
-/* Closes the epoch: records its rate for the current mode and picks the
- * mode of the next epoch. Returns true if the mode changed. */
+/* Closes the epoch and picks the mode of the next one. Returns true if the
+ * mode changed. */
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now);
 
@@ -133,7 +110,8 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
  * mean flush time /proc/diskstats shows) decides group-or-direct without
  * probing, while fresh: a flush under GC_DEVICE_GROUP_NS means direct
  * calls; a slower one means grouping from the first commit. Stale or
- * unknown, the self-measuring controller (epochs) decides. */
+ * unknown, the self-measuring controller (epochs) decides, with the same
+ * threshold applied to the direct calls it times. */
 enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SRCS };
 #define GC_DEVICE_GROUP_NS (1000ULL * 1000ULL)	/* 1 ms */
 #define GC_DEVICE_FRESH_NS (1000ULL * 1000ULL * 1000ULL)

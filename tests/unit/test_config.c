@@ -107,6 +107,7 @@ Test(config, defaults)
 	cr_expect_eq(c.c_policy.pc_wait_ns, 1000 * US);
 	cr_expect_eq(c.c_policy.pc_siblings, 5, "PostgreSQL commit_siblings");
 	cr_expect(c.c_policy.pc_probe, "the group-or-direct controller is on");
+	cr_expect(c.c_policy.pc_device, "the device decides where it is known");
 	cr_expect_eq(c.c_dirty.dc_mode, GC_DIRTY_AUTO, "the dirty limiter is on");
 	cr_expect_eq(c.c_dirty.dc_target_ns, 100 * MS);
 	cr_expect(c.c_sites, "call sites are on by default");
@@ -167,7 +168,7 @@ Test(config, reads_the_lookup_only)
 		"LIBGC_DISABLE",     "LIBGC_PROBE",	  "LIBGC_POLICY",  "LIBGC_OSYNC",
 		"LIBGC_STAGE",	     "LIBGC_LOG",	  "LIBGC_MAX_WAIT_US", "LIBGC_MIN_WAIT_US",
 		"LIBGC_WAIT_US",     "LIBGC_WAIT_PCT",	  "LIBGC_SIBLINGS", "LIBGC_REPORT",
-		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS",
+		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS", "LIBGC_DEVICE",
 	};
 	struct harness h = { 0 };
 	struct gc_config c;
@@ -193,7 +194,7 @@ Test(config, reads_the_lookup_only)
 /* ---- good values ---------------------------------------------------------- */
 
 enum field {
-	F_DISABLE, F_PROBE, F_POLICY, F_OSYNC, F_STAGE, F_LOG,
+	F_DISABLE, F_PROBE, F_DEVICE, F_POLICY, F_OSYNC, F_STAGE, F_LOG,
 	F_MAX_WAIT, F_MIN_WAIT, F_WAIT, F_PCT, F_SIBLINGS,
 	F_DIRTY_MODE, F_DIRTY_SIZE, F_DIRTY_TARGET,
 };
@@ -205,6 +206,7 @@ static void set_field(struct gc_config *c, enum field f, uint64_t v)
 	switch (f) {
 	case F_DISABLE: c->c_disable = v; break;
 	case F_PROBE: pc->pc_probe = v; break;
+	case F_DEVICE: pc->pc_device = v; break;
 	case F_POLICY: pc->pc_kind = (enum gc_policy_kind)v; break;
 	case F_OSYNC: c->c_osync = (enum gc_osync_mode)v; break;
 	case F_STAGE: c->c_stage = (enum gc_stage_mode)v; break;
@@ -237,6 +239,8 @@ ParameterizedTestParameters(config, good_values)
 		{ "LIBGC_DISABLE", "1", F_DISABLE, 1 },
 		{ "LIBGC_PROBE", "0", F_PROBE, 0 },
 		{ "LIBGC_PROBE", "1", F_PROBE, 1 },
+		{ "LIBGC_DEVICE", "auto", F_DEVICE, 1 },
+		{ "LIBGC_DEVICE", "off", F_DEVICE, 0 },
 		{ "LIBGC_POLICY", "adaptive", F_POLICY, GC_POL_ADAPTIVE },
 		{ "LIBGC_POLICY", "none", F_POLICY, GC_POL_NONE },
 		{ "LIBGC_POLICY", "fixed", F_POLICY, GC_POL_FIXED },
@@ -319,6 +323,9 @@ ParameterizedTestParameters(config, bad_values)
 		{ "LIBGC_DISABLE", "1x", "0|1" },
 		{ "LIBGC_PROBE", "", "0|1" },
 		{ "LIBGC_PROBE", "on", "0|1" },
+		{ "LIBGC_DEVICE", "", "auto|off" },
+		{ "LIBGC_DEVICE", "0", "auto|off" },
+		{ "LIBGC_DEVICE", "Off", "auto|off" },
 		{ "LIBGC_POLICY", "", "adaptive|none|fixed|jbd2|siblings" },
 		{ "LIBGC_POLICY", "Adaptive", "adaptive|none|fixed|jbd2|siblings" },
 		{ "LIBGC_POLICY", "group", "adaptive|none|fixed|jbd2|siblings" },
@@ -457,7 +464,7 @@ Test(config, every_variable_bad)
 		"LIBGC_DISABLE",     "LIBGC_PROBE",	  "LIBGC_POLICY",  "LIBGC_OSYNC",
 		"LIBGC_STAGE",	     "LIBGC_LOG",	  "LIBGC_MAX_WAIT_US", "LIBGC_MIN_WAIT_US",
 		"LIBGC_WAIT_US",     "LIBGC_WAIT_PCT",	  "LIBGC_SIBLINGS", "LIBGC_REPORT",
-		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS",
+		"LIBGC_DIRTY",	     "LIBGC_DIRTY_TARGET_MS", "LIBGC_DEVICE",
 	};
 	struct harness h = { 0 };
 	struct gc_config c;

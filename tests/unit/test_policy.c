@@ -11,22 +11,6 @@
 
 GC_UNIT_GLOBALS;
 
-/* policy.c's hold rule: a verdict is held GC_AB_HOLD_EPOCHS << streak epochs,
- * streak being the number of identical verdicts before it, plus 2 for a
- * winner by 50% or more, at most 4. */
-#define HOLD_EPOCHS 4
-#define MAX_STREAK 4
-#define CLEAR_BONUS 2
-/* Rates (per second) whose settled requests are whole in a 25 ms probe and a
- * 200 ms hold: CLOSE beats BASE by 36%, a narrow win (more than the 25%
- * grouping needs, less than the 50% of a clear one); BASE beats SLOW by
- * 150%, a clear one. */
-#define R_CLOSE 5440
-#define R_BASE 4000
-#define R_SLOW 1600
-#define R_CLEAR 2400	/* R_BASE is 1.67x: clear, but not twice */
-#define R_NEAR 4400	/* 1.1x R_BASE: inside grouping's 25% margin */
-
 static struct gc_policy_cfg cfg(enum gc_policy_kind k)
 {
 	struct gc_policy_cfg pc;
@@ -429,839 +413,415 @@ Test(adaptive, arrive_reports_a_new_sync_writer)
 	cr_expect_eq(gc_policy_active(&ps, T0 + 3), 2, "two distinct threads");
 }
 
-/* ---- group-or-direct controller ------------------------------------------ */
+/* ---- group-or-direct controller (no device source) ------------------------ */
 
-/* A synthetic workload: requests per second and latency in each mode, and
- * the commit latency while grouped. */
-struct world {
-	uint64_t per_sec[2];
-	uint64_t lat_ns[2];
-	uint64_t commit_ns;
-};
-/* commits per grouped epoch: enough to settle (8 the very first epoch) and
- * then judge (8 more); they all fall in the epoch's first quarter, before
- * its own requests are counted */
-#define GROUP_COMMITS 20
+/* policy.c's numbers: an epoch lasts 25 ms or 2 of the shortest direct
+ * calls; a grouped verdict holds 8 epochs, doubling to 64. */
+#define EPOCH (25 * MS)
+#define EPOCH_CALLS 2
+#define HOLD_MIN 8
+#define HOLD_MAX 64
+/* direct calls as measured: the 4 ms slow disk (append + fsync, two
+ * flushes; 18 ms at the start of 16 threads), and this VM's disk */
+#define CALL_SLOW (9 * MS)
+#define CALL_FAST (280 * US)
 
 static uint32_t mode_now(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
-	return gc_policy_bypass(ps, pc, now) ? GC_AB_DIRECT : GC_AB_GROUP;
+	return gc_policy_bypass(ps, pc, now) ? GC_FB_DIRECT : GC_FB_GROUP;
 }
 
-/* Opens the first epoch: a direct probe (do no harm before measuring). */
-static void ab_open(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+/* Opens the first epoch: direct calls (do no harm before measuring). */
+static void fb_open(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		    uint64_t now)
 {
 	cr_assert(gc_policy_epoch_due(ps, pc, now), "first request opens an epoch");
 	cr_assert_not(gc_policy_epoch_end(ps, pc, now), "opening is not a change");
 	cr_assert_not(gc_policy_epoch_due(ps, pc, now));
-	cr_assert_eq(mode_now(ps, pc, now), GC_AB_DIRECT, "the first probe is direct");
-	cr_assert_eq(ps->ps_ab_phase, GC_AB_PROBE);
+	cr_assert_eq(mode_now(ps, pc, now), GC_FB_DIRECT, "the first epoch is direct");
+	cr_assert_eq(ps->ps_fb_epoch_start, now);
 }
 
-/* Accounts the requests of @per_sec that both begin at or after @from and
- * end by @until, each taking @lat, begun evenly; returns how many. */
-static uint64_t serve_evenly(struct gc_policy_state *ps, uint64_t per_sec, uint64_t from,
-			     uint64_t until, uint64_t lat)
+/* Threads 1..@threads each make back-to-back direct calls of @call_ns
+ * from @from on (thread k starting k us late); those that end by @until
+ * are reported. Returns how many. */
+static int serve(struct gc_policy_state *ps, int threads, uint64_t call_ns, uint64_t from,
+		 uint64_t until)
 {
-	uint64_t win = until - lat - from, n = per_sec * win / SEC, i;
+	int n = 0;
 
-	for (i = 0; i < n; i++) {
-		uint64_t t = from + i * win / n;
-
-		gc_policy_account(ps, (int32_t)i, t, t + lat);
-	}
+	for (int k = 1; k <= threads; k++)
+		for (uint64_t t = from + (uint64_t)k * US; t + call_ns <= until; t += call_ns, n++)
+			gc_policy_direct_done(ps, k, t, t + call_ns);
 	return n;
 }
 
-/* Serves one whole epoch in the current mode and ends it; returns what
- * gc_policy_epoch_end() returned. Requests of the previous mode still
- * finish early in the epoch; the epoch's own requests arrive evenly once it
- * has settled (after its first quarter, policy.h), which makes the
- * measured rate exactly per_sec whenever per_sec x 3/4 epoch is whole. */
-static bool ab_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-		    uint64_t *now, const struct world *w)
+/* Runs the current epoch to its end: direct calls of @call_ns by @threads
+ * while the domain is on direct calls (grouped, none are made). Checks
+ * that it is not due a nanosecond early and due on time, whatever was
+ * served; returns what gc_policy_epoch_end() returned. */
+static bool fb_step(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		    uint64_t *now, int threads, uint64_t call_ns)
 {
-	uint32_t mode = mode_now(ps, pc, *now);
-	uint64_t start = ps->ps_ab_epoch_start, len = ps->ps_ab_epoch_len;
-	uint64_t from = start + len / 4, span = len - len / 4;
-	uint64_t lat = w->lat_ns[mode] < span / 2 ? w->lat_ns[mode] : span / 2;
-	uint64_t n, i;
+	uint64_t start = ps->ps_fb_epoch_start, len = ps->ps_fb_epoch_len;
 
 	cr_assert_eq(start, *now, "epochs follow each other");
-	for (i = 0; i < 8; i++)	/* stragglers: slow, and not this epoch's */
-		gc_policy_account(ps, 1, start - 1 * SEC, start + i * US);
-	for (i = 0; mode == GC_AB_GROUP && i < GROUP_COMMITS; i++) {
-		uint64_t t = start + i * (len / 4) / GROUP_COMMITS / 2;
-
-		commit(ps, pc, t, t, w->commit_ns, 4, GC_CLOSE_COUNT);
-	}
-	/* the requests that both begin and end inside the settled window */
-	n = serve_evenly(ps, w->per_sec[mode], from, from + span, lat);
-	/* a grouped probe clearly slower than direct may end early (see
-	 * losing_group_probe_ends_halfway); the rest run their length */
-	if (!(mode == GC_AB_GROUP && ps->ps_ab_stop_below &&
-	      w->per_sec[GC_AB_GROUP] * 1000 < ps->ps_ab_stop_below))
-		cr_assert_not(gc_policy_epoch_due(ps, pc, *now + len - 1), "epoch ends early");
-	*now += len;
-	cr_assert(gc_policy_epoch_due(ps, pc, *now), "epoch of %llu ns with %llu requests not due",
-		  (unsigned long long)len, (unsigned long long)n);
+	if (mode_now(ps, pc, *now) == GC_FB_DIRECT)
+		serve(ps, threads, call_ns, start, start + len);
+	cr_assert_not(gc_policy_epoch_due(ps, pc, start + len - 1), "epoch ends early");
+	cr_assert_not(gc_policy_epoch_end(ps, pc, start + len - 1), "epoch_end re-checks");
+	*now = start + len;
+	cr_assert(gc_policy_epoch_due(ps, pc, *now), "epoch of %llu ns not due at its end",
+		  (unsigned long long)len);
 	return gc_policy_epoch_end(ps, pc, *now);
 }
 
-/* Runs the probes up to the next held verdict; returns how many epochs. */
-static int ab_to_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-		      uint64_t *now, const struct world *w)
-{
-	int n = 0;
-
-	do {
-		cr_assert_lt(n, 3, "a verdict takes at most three probes");
-		n++;
-		ab_step(ps, pc, now, w);
-	} while (ps->ps_ab_phase != GC_AB_HOLD);
-	return n;
-}
-
-/* Runs epochs while the mode stays what it is now; returns how many. */
-static int ab_run_while_same(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-			     uint64_t *now, const struct world *w)
-{
-	uint32_t mode = mode_now(ps, pc, *now);
-	int n = 0;
-
-	do {
-		cr_assert_lt(n, 1000, "mode never changes");
-		n++;
-		ab_step(ps, pc, now, w);
-	} while (mode_now(ps, pc, *now) == mode);
-	return n;
-}
-
-Test(ab, first_call_opens_a_direct_probe)
+Test(fallback, first_call_opens_a_direct_epoch)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
-	cr_expect_eq(ps.ps_ab_epoch_start, T0);
-	cr_expect_eq(ps.ps_ab_epoch_len, 25 * MS, "a probe epoch lasts 25 ms");
+	fb_open(&ps, &pc, T0);
+	cr_expect_eq(ps.ps_fb_epoch_len, EPOCH, "an epoch lasts 25 ms");
 }
 
-/* An epoch ends after its length once it has 8 settled requests and, when
- * grouped, 8 commits to judge by after its settling commits (8 in the very
- * first epoch, 2 later); or at 1 s regardless. epoch_end re-checks and does
- * nothing early. */
-Test(ab, epoch_needs_time_requests_and_commits)
+/* Opens the controller and runs direct epochs of @threads making calls of
+ * @call_ns until grouped: the second epoch, since a verdict for grouping
+ * needs the shortest call of two timed epochs slow. */
+static void fb_to_group(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			uint64_t *now, int threads, uint64_t call_ns)
 {
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	uint64_t settled = T0 + 25 * MS / 4, end = T0 + 25 * MS, end2 = end + 25 * MS;
-	uint64_t settled2 = end + 25 * MS / 4;
-	int i;
-
-	/* the first epoch is direct: it makes no commits, requests suffice */
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
-	for (i = 0; i < 7; i++)
-		gc_policy_account(&ps, (int32_t)i, settled + (uint64_t)i * US, settled + 1 * MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "7 requests are too few");
-	cr_expect_not(gc_policy_epoch_end(&ps, &pc, end));
-	cr_expect_eq(gc_policy_epoch_reqs(&ps), 7, "an early epoch_end must not reset the count");
-	cr_expect_eq(mode_now(&ps, &pc, end), GC_AB_DIRECT);
-	gc_policy_account(&ps, 1, T0, settled + 2 * MS);	/* began unsettled */
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end), "unsettled one not counted");
-	gc_policy_account(&ps, 1, settled, settled + 2 * MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end - 1), "too early");
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end), "8 requests, 25 ms");
-	cr_expect(gc_policy_epoch_end(&ps, &pc, end), "on to the group probe");
-	cr_assert_not(gc_policy_bypass(&ps, &pc, end));
-
-	/* grouped, requests alone are not enough: the very first grouped
-	 * epoch settles 8 commits, then needs 8 to judge by */
-	for (i = 0; i < 15; i++)
-		commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
-	for (i = 0; i < 50; i++)
-		gc_policy_account(&ps, (int32_t)i, settled2 + (uint64_t)i * US, settled2 + 1 * MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, end2), "15 commits are too few");
-	commit(&ps, &pc, end, end, 1 * MS, 2, GC_CLOSE_COUNT);
-	cr_expect(gc_policy_epoch_due(&ps, &pc, end2), "8 requests, 8 + 8 commits, 25 ms");
-
-	/* a quiet epoch still ends at the 1 s cap; with no sync thread in
-	 * it there is nothing to group */
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + SEC - 1));
-	cr_expect(gc_policy_epoch_due(&ps, &pc, T0 + SEC));
-	cr_expect_not(gc_policy_epoch_end(&ps, &pc, T0 + SEC), "stays direct");
-	cr_expect_eq(ps.ps_ab_epoch_start, T0 + SEC, "in a new epoch");
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 0);
-	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], UINT64_MAX, "no requests: no latency");
+	fb_open(ps, pc, *now);
+	cr_assert_not(fb_step(ps, pc, now, threads, call_ns), "grouped after one epoch");
+	cr_assert(fb_step(ps, pc, now, threads, call_ns), "not grouped after two epochs");
+	cr_assert_eq(mode_now(ps, pc, *now), GC_FB_GROUP);
 }
 
-/* Each request notes its thread, settled or not: nobody, one thread (any
- * tid, 0 included), or several. A new epoch forgets them. */
-Test(ab, epoch_notes_one_thread_or_several)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
-	cr_expect_eq(ps.ps_ab_threads, 0);
-	gc_policy_account(&ps, 0, T0 - 1 * MS, T0 + 1 * MS);	/* unsettled */
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | 0);
-	gc_policy_account(&ps, 0, T0 + 10 * MS, T0 + 11 * MS);
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | 0, "the same thread again");
-	gc_policy_account(&ps, 8, T0 + 10 * MS, T0 + 11 * MS);	/* same shard */
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY);
-	gc_policy_account(&ps, 0, T0 + 12 * MS, T0 + 13 * MS);
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY, "several stays several");
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, T0);
-	gc_policy_account(&ps, -5, T0 + 10 * MS, T0 + 11 * MS);
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_ONE | (uint32_t)-5);
-	gc_policy_account(&ps, 3, T0 + 10 * MS, T0 + 11 * MS);
-	cr_expect_eq(ps.ps_ab_threads, GC_AB_MANY);
-	for (int i = 0; i < 8; i++)
-		gc_policy_account(&ps, 3, T0 + 10 * MS, T0 + 11 * MS);
-	cr_expect(gc_policy_epoch_end(&ps, &pc, T0 + 25 * MS), "on to the group probe");
-	cr_expect_eq(ps.ps_ab_threads, 0, "forgotten by the new epoch");
-}
-
-/* Wheeler (4) for the controller: one sync thread alone is never probed
- * grouped (there is nothing to gather). It stays on direct calls in
- * probe-length epochs, however fast or slow they run, and the epoch in
- * which a second thread syncs is followed by the grouped probe. */
-Test(ab, lone_thread_is_not_probed_grouped)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	uint64_t now = T0, from;
-	int e, i;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	for (e = 0; e < 20; e++) {
-		from = now + 25 * MS / 4;
-		for (i = 0; i < 10; i++)
-			gc_policy_account(&ps, 4242, from + (uint64_t)i * MS, from + (uint64_t)i * MS + 20 * MS);
-		now += e % 2 ? 25 * MS : 1 * SEC;
-		cr_assert(gc_policy_epoch_due(&ps, &pc, now));
-		cr_assert_not(gc_policy_epoch_end(&ps, &pc, now), "epoch %d: no switch", e);
-		cr_assert_eq(mode_now(&ps, &pc, now), GC_AB_DIRECT);
-		cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE);
-		cr_assert_eq(ps.ps_ab_epoch_start, now);
-		cr_assert_eq(ps.ps_ab_epoch_len, 25 * MS);
-		cr_assert_eq(ps.ps_ab_last, GC_AB_NONE, "no verdict");
-	}
-	cr_expect_gt(ps.ps_ab_rate[GC_AB_DIRECT], 0, "direct is measured all along");
-
-	/* a second thread: the epoch after it is the grouped probe */
-	from = now + 25 * MS / 4;
-	for (i = 0; i < 10; i++)
-		gc_policy_account(&ps, 4242, from + (uint64_t)i * MS, from + (uint64_t)i * MS + 2 * MS);
-	gc_policy_account(&ps, 4243, from, from + 2 * MS);
-	now += 25 * MS;
-	cr_assert(gc_policy_epoch_end(&ps, &pc, now), "on to the group probe");
-	cr_expect_eq(mode_now(&ps, &pc, now), GC_AB_GROUP);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
-}
-
-/* Epochs stretch with the commit latency (probes 8, holds 32 commits; cap
- * 1 s) so slow devices still see many commits per epoch. */
-struct epoch_len_case {
-	uint64_t commit_ns;
-	uint64_t probe_ns;
-	uint64_t hold_ns;
-};
-
-ParameterizedTestParameters(ab, epoch_length)
-{
-	static struct epoch_len_case cases[] = {
-		{ 0, 25 * MS, 200 * MS },	{ 1 * MS, 25 * MS, 200 * MS },
-		{ 2 * MS, 25 * MS, 200 * MS },	{ 4 * MS, 32 * MS, 200 * MS },
-		{ 10 * MS, 80 * MS, 320 * MS }, { 50 * MS, 400 * MS, 1 * SEC },
-		{ 200 * MS, 1 * SEC, 1 * SEC },
-	};
-
-	return cr_make_param_array(struct epoch_len_case, cases, ARRAY_LEN(cases));
-}
-
-ParameterizedTest(struct epoch_len_case *c, ab, epoch_length)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 4000, 1600 }, { 1 * MS, 1 * MS }, c->commit_ns };
-	uint64_t now = T0;
-
-	gc_policy_init(&ps);
-	if (c->commit_ns)
-		commit(&ps, &pc, now - 5 * SEC, now - 5 * SEC, c->commit_ns, 2, GC_CLOSE_COUNT);
-	ab_open(&ps, &pc, now);
-	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns, "commit %llu: probe epoch %llu",
-		     (unsigned long long)c->commit_ns, (unsigned long long)ps.ps_ab_epoch_len);
-	/* direct probe, group probe, direct again (group won), then a held
-	 * verdict */
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns);
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_epoch_len, c->probe_ns, "the confirming probe");
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	cr_expect_eq(ps.ps_ab_epoch_len, c->hold_ns, "commit %llu: hold epoch %llu",
-		     (unsigned long long)c->commit_ns, (unsigned long long)ps.ps_ab_epoch_len);
-}
-
-/* The first probe is direct: before anything is measured the program runs
- * as it would bare; grouping has to earn its place. */
-Test(ab, direct_probe_then_group_probe)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 4000, 1600 }, { 2 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	cr_expect(ab_step(&ps, &pc, &now, &w), "the direct probe hands over to group");
-	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "the second probe groups");
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
-	/* 28 requests began and ended in the 17.75 ms of the settled window
-	 * that leaves room for their 1 ms: 1577/s (1600/s but for the
-	 * truncation), kept x1000; the slow stragglers of before the epoch
-	 * count neither in rate nor latency */
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_DIRECT], 28ULL * SEC * 1000 / (17750 * US));
-	cr_expect_eq(ps.ps_ab_lat[GC_AB_DIRECT], 1 * MS);
-	/* group won: before holding it, direct is measured once more */
-	cr_expect(ab_step(&ps, &pc, &now, &w), "group probe -> direct again");
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 4000 * 1000);
-	cr_expect_eq(ps.ps_ab_lat[GC_AB_GROUP], 2 * MS);
-	cr_expect(gc_policy_bypass(&ps, &pc, now), "the confirming probe is direct");
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE);
-	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group held");
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group was faster: hold group");
-}
-
-/* Grouped must beat direct measured both before and after it (A-B-A): a
- * stall of the device (or of start-up) in one short direct epoch does not
- * make grouping win. */
-struct aba_case {
-	char name[48];
-	uint64_t d_before, g, d_after;
-	uint32_t winner;
-};
-
-ParameterizedTestParameters(ab, group_must_beat_direct_on_both_sides)
-{
-	static struct aba_case cases[] = {
-		{ "stall before", 1000, 2000, 2400, GC_AB_DIRECT },
-		{ "stall after: the better one still loses", 1600, 2400, 1000, GC_AB_GROUP },
-		{ "group beats both", 1600, 4000, 1800, GC_AB_GROUP },
-		{ "group +20% on the better", 1500, 2400, 2000, GC_AB_DIRECT },
-		{ "group +30% on the better", 2000, 2600, 1500, GC_AB_GROUP },
-	};
-
-	return cr_make_param_array(struct aba_case, cases, ARRAY_LEN(cases));
-}
-
-ParameterizedTest(struct aba_case *c, ab, group_must_beat_direct_on_both_sides)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { c->g, c->d_before }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	ab_step(&ps, &pc, &now, &w);
-	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "%s: group won once, so direct again",
-		     c->name);
-	cr_assert(gc_policy_bypass(&ps, &pc, now), "%s", c->name);
-	w.per_sec[GC_AB_DIRECT] = c->d_after;
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
-	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
-		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
-	cr_expect_eq(ps.ps_ab_switches, 0, "%s: a first verdict is no switch", c->name);
-}
-
-/* A grouped probe running below 80% of direct's rate halfway through its
- * measured part, with requests taking over 1/0.8 of direct's latency (and
- * with at least 8 requests), ends there with a verdict for direct; one that
- * is slower but not by that much, or whose requests are not slower (a rate
- * read low over few commits), runs its whole length. */
-struct early_case {
-	char name[48];
-	uint64_t g_rate;
-	uint64_t g_lat;
-	bool early;
-};
-
-ParameterizedTestParameters(ab, losing_group_probe_ends_halfway)
-{
-	static struct early_case cases[] = {
-		{ "group at half of direct", 4000, 2 * MS, true },
-		{ "group at 75% of direct", 6000, 1340 * US, true },
-		{ "group at 85% of direct", 6800, 1180 * US, false },
-		{ "group faster", 12000, 670 * US, false },
-		{ "half the rate, same latency", 4000, 1 * MS, false },
-		{ "half the rate, latency +20%", 4000, 1200 * US, false },
-	};
-
-	return cr_make_param_array(struct early_case, cases, ARRAY_LEN(cases));
-}
-
-ParameterizedTest(struct early_case *c, ab, losing_group_probe_ends_halfway)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { c->g_rate, 8000 }, { c->g_lat, 1 * MS }, 1 * MS };
-	uint64_t now = T0, start, from, end, half, n, i;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
-	start = ps.ps_ab_epoch_start;
-	end = start + ps.ps_ab_epoch_len;
-	from = ps.ps_ab_measure_from;
-	half = from + (end - from) / 2;
-	for (i = 0; i < GROUP_COMMITS; i++) {
-		uint64_t t = start + i * (from - start) / GROUP_COMMITS / 2;
-
-		commit(&ps, &pc, t, t, w.commit_ns, 4, GC_CLOSE_COUNT);
-	}
-	/* requests that ended by halfway, at the group rate */
-	n = serve_evenly(&ps, c->g_rate, from, half, c->g_lat);
-	cr_assert_geq(n, 8, "%s: enough requests to judge early", c->name);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, half - 1), "%s: not before halfway",
-		      c->name);
-	cr_expect_eq(gc_policy_epoch_due(&ps, &pc, half), c->early, "%s: due halfway",
-		     c->name);
-	if (!c->early)
-		return;
-	cr_expect(gc_policy_epoch_end(&ps, &pc, half), "%s: ends, and changes", c->name);
-	cr_expect(gc_policy_bypass(&ps, &pc, half), "%s: direct held", c->name);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
-	cr_expect_lt(ps.ps_ab_rate[GC_AB_GROUP], 8000 * 1000 * 80 / 100, "%s", c->name);
-}
-
-/* Past its length, a grouped probe that is losing ends without the commits
- * a verdict for grouping would need (4 of 16 here); one that is not losing
- * waits for them. */
-Test(ab, losing_group_probe_needs_no_commits)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 4000, 8000 }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0, from, end, i;
-
-	for (int losing = 1; losing >= 0; losing--) {
-		uint64_t rate = losing ? 4000 : 7000, lat = 8000 * MS / rate;
-
-		gc_policy_init(&ps);
-		now = T0;
-		ab_open(&ps, &pc, now);
-		ab_step(&ps, &pc, &now, &w);
-		cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
-		from = ps.ps_ab_measure_from;
-		end = ps.ps_ab_epoch_start + ps.ps_ab_epoch_len;
-		for (i = 0; i < 4; i++)
-			commit(&ps, &pc, now, now, w.commit_ns, 4, GC_CLOSE_COUNT);
-		serve_evenly(&ps, rate, from, end, lat);
-		cr_expect_eq(gc_policy_epoch_due(&ps, &pc, end), (bool)losing,
-			     "%llu/s against 8000/s direct, 4 commits: due=%d",
-			     (unsigned long long)rate, !losing);
-	}
-}
-
-/* The first two commits of a grouped probe are not judged: on a slow disk
- * the first one held the thread that arrived alone and the second every
- * other thread's unstaged data, which together read as 0.45x of direct,
- * while the commits after them ran at 1.7x. The probe is judged from the
- * end of its second commit, once two more have ended. */
-Test(ab, group_probe_is_judged_after_its_first_commits)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 1600, 1600 }, { 10 * MS, 10 * MS }, 6 * MS };
-	uint64_t now = T0, start, t, i, k;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);	/* direct: 16 threads at 10 ms */
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "the group probe");
-	cr_assert_gt(ps.ps_ab_stop_below, 0, "a probe that may end early");
-	start = now;
-	/* one thread alone, then the other 15 with unstaged data */
-	commit(&ps, &pc, start, start, 19 * MS, 1, GC_CLOSE_NOWAIT);
-	gc_policy_account(&ps, 0, start, start + 19 * MS);
-	commit(&ps, &pc, start + 7 * MS, start + 19 * MS, 21 * MS, 16, GC_CLOSE_COUNT);
-	cr_expect_eq(ps.ps_ab_measure_from, start + 40 * MS,
-		     "measured from the end of the second commit");
-	for (i = 1; i < 16; i++)
-		gc_policy_account(&ps, (int32_t)i, start + 7 * MS + i * US, start + 40 * MS);
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, start + 40 * MS),
-		      "two commits are not judged");
-	/* then commits of 6 ms holding all 16: 2,667/s */
-	for (k = 0, t = start + 40 * MS; k < 12; k++, t += 6 * MS) {
-		commit(&ps, &pc, t, t, 6 * MS, 16, GC_CLOSE_COUNT);
-		for (i = 0; i < 16; i++)
-			gc_policy_account(&ps, (int32_t)i, t + i * US, t + 6 * MS);
-		cr_expect_not(gc_policy_epoch_due(&ps, &pc, t + 6 * MS),
-			      "not losing after %llu commits", (unsigned long long)k + 3);
-	}
-}
-
-/* A leader still waiting when the controller moves to direct calls closes
- * at once: the threads it counts on now make their own calls. */
-Test(ab, direct_epoch_closes_a_waiting_transaction)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 4000, 1600 }, { 2 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
-	int32_t tid;
-
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	cr_assert(ab_step(&ps, &pc, &now, &w), "direct probe, then group");
-	for (int k = 0; k < 6; k++)	/* the EWMA settles on 1 ms */
-		commit(&ps, &pc, now, now, 1 * MS, 4, GC_CLOSE_COUNT);
-	for (tid = 1; tid <= 4; tid++)
-		gc_policy_arrive(&ps, &pc, tid, now);
-	expect_decision("group probe", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NONE,
-			now, 1 * MS, 4);
-	w.per_sec[GC_AB_GROUP] = 800;	/* group measures slower: direct held */
-	cr_assert(ab_step(&ps, &pc, &now, &w));
-	for (tid = 1; tid <= 4; tid++)
-		gc_policy_arrive(&ps, &pc, tid, now);
-	cr_assert(gc_policy_bypass(&ps, &pc, now));
-	expect_decision("direct held", decide(&ps, &pc, 1, now, now, true),
-			GC_CLOSE_NOWAIT, now, 0, 0);
-}
-
-/* Verdict: group only when its rate is more than 25% higher, or when it is
- * not lower and its mean latency is more than 25% lower; direct otherwise. */
+/* The verdict at the end of a direct epoch: grouped when several threads
+ * made direct calls and even the shortest of this epoch and of the last
+ * one that timed calls took 1 ms (rule 0's threshold); direct otherwise. */
 struct verdict_case {
-	char name[48];
-	uint64_t g_rate, g_lat, d_rate, d_lat;
-	uint32_t winner;
+	char name[56];
+	uint64_t prev_ns;	/* the shortest call of the epoch before (0: none) */
+	int threads;		/* threads making calls of call_ns in this one */
+	uint64_t call_ns;
+	uint64_t shortest_ns;	/* one more call of this length (0: none) */
+	uint32_t mode;
 };
 
-ParameterizedTestParameters(ab, verdict)
+ParameterizedTestParameters(fallback, verdict)
 {
 	static struct verdict_case cases[] = {
-		{ "group twice as fast", 3200, 4 * MS, 1600, 1 * MS, GC_AB_GROUP },
-		{ "direct twice as fast", 1600, 1 * MS, 3200, 4 * MS, GC_AB_DIRECT },
-		{ "group +30%", 5200, 3 * MS, 4000, 1 * MS, GC_AB_GROUP },
-		{ "group +20%: not enough", 4800, 3 * MS, 4000, 1 * MS, GC_AB_DIRECT },
-		{ "direct +2%, group quicker", 4000, 1 * MS, 4080, 2 * MS, GC_AB_DIRECT },
-		{ "equal rates, group clearly quicker", 4000, 1 * MS, 4000, 3 * MS, GC_AB_GROUP },
-		{ "equal rates, group 20% quicker", 4000, 1 * MS, 4000, 1200 * US, GC_AB_DIRECT },
-		{ "group +2%, group clearly quicker", 4080, 1 * MS, 4000, 2 * MS, GC_AB_GROUP },
-		{ "group +2%, direct quicker", 4080, 2 * MS, 4000, 1 * MS, GC_AB_DIRECT },
+		{ "slow disk, 2 threads", CALL_SLOW, 2, CALL_SLOW, 0, GC_FB_GROUP },
+		{ "slow disk, 16 threads", 4 * MS, 16, 4 * MS, 0, GC_FB_GROUP },
+		{ "exactly 1 ms", 1 * MS, 2, 2 * MS, 1 * MS, GC_FB_GROUP },
+		{ "just under 1 ms", 2 * MS, 2, 2 * MS, 999 * US, GC_FB_DIRECT },
+		{ "the epoch before under 1 ms", 999 * US, 2, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "no epoch before timed a call", 0, 2, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "fast disk, one call shorter than the rest", CALL_FAST, 16, 1600 * US,
+		  CALL_FAST, GC_FB_DIRECT },
+		{ "fast disk", CALL_FAST, 8, CALL_FAST, 0, GC_FB_DIRECT },
+		{ "tmpfs", 2 * US, 8, 2 * US, 0, GC_FB_DIRECT },
+		{ "lone thread, slow disk", CALL_SLOW, 1, CALL_SLOW, 0, GC_FB_DIRECT },
+		{ "no call ended in the epoch", CALL_SLOW, 0, 0, 0, GC_FB_DIRECT },
 	};
 
 	return cr_make_param_array(struct verdict_case, cases, ARRAY_LEN(cases));
 }
 
-ParameterizedTest(struct verdict_case *c, ab, verdict)
+ParameterizedTest(struct verdict_case *c, fallback, verdict)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { c->g_rate, c->d_rate }, { c->g_lat, c->d_lat }, 1 * MS };
 	uint64_t now = T0;
 	bool changed;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_step(&ps, &pc, &now, &w);
-	changed = ab_step(&ps, &pc, &now, &w);
-	/* the group probe ends in a change either way: to held direct, or
-	 * to the direct probe that confirms a group win */
-	cr_expect(changed, "%s: epoch_end result", c->name);
-	if (c->winner == GC_AB_GROUP) {
-		cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE, "%s: confirming probe", c->name);
-		cr_expect(ab_step(&ps, &pc, &now, &w), "%s: confirmed", c->name);
-	}
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s", c->name);
-	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: held %s", c->name,
-		     mode_now(&ps, &pc, now) == GC_AB_GROUP ? "group" : "direct");
+	fb_open(&ps, &pc, now);
+	/* the epoch before: one thread (no verdict for grouping on its own) */
+	if (c->prev_ns)
+		gc_policy_direct_done(&ps, 1, now + US, now + US + c->prev_ns);
+	cr_assert_not(fb_step(&ps, &pc, &now, 0, 0));
+	if (c->shortest_ns)
+		gc_policy_direct_done(&ps, 1, now + US, now + US + c->shortest_ns);
+	changed = fb_step(&ps, &pc, &now, c->threads, c->call_ns);
+	cr_expect_eq(mode_now(&ps, &pc, now), c->mode, "%s: %s", c->name,
+		     c->mode == GC_FB_GROUP ? "not grouped" : "grouped");
+	cr_expect_eq(changed, c->mode == GC_FB_GROUP, "%s: change reported", c->name);
 }
 
-/* A narrow first verdict holds GC_AB_HOLD_EPOCHS epochs, whichever mode
- * won: there were no identical verdicts before it. Then only the other mode is
- * re-probed, for one epoch, and the next verdict follows at once. */
-struct first_hold_case {
-	uint32_t winner;
+/* One slow epoch on a fast disk (a moment of someone else's load) does
+ * not group: the next epoch's shortest call is fast again. */
+Test(fallback, one_slow_epoch_does_not_group)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, now);
+	for (int k = 0; k < 20; k++) {
+		uint64_t call = k % 2 ? 1300 * US : CALL_FAST;
+
+		cr_assert_not(fb_step(&ps, &pc, &now, 16, call), "grouped at epoch %d", k);
+		cr_assert_eq(ps.ps_fb_call_ns, call);
+	}
+}
+
+/* Only the shortest call counts, whatever the order; a clock that ran
+ * backwards makes a call of zero length, never a slow one. */
+Test(fallback, shortest_call_and_threads_are_noted)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, T0);
+	cr_expect_eq(ps.ps_fb_min_ns, UINT64_MAX, "nothing timed yet");
+	cr_expect_eq(ps.ps_fb_threads, 0);
+	gc_policy_direct_done(&ps, 7, T0, T0 + 5 * MS);
+	cr_expect_eq(ps.ps_fb_min_ns, 5 * MS);
+	cr_expect_eq(ps.ps_fb_threads, GC_FB_ONE | 7, "one thread");
+	gc_policy_direct_done(&ps, 7, T0, T0 + 3 * MS);
+	gc_policy_direct_done(&ps, 7, T0, T0 + 4 * MS);
+	cr_expect_eq(ps.ps_fb_min_ns, 3 * MS);
+	cr_expect_eq(ps.ps_fb_threads, GC_FB_ONE | 7, "still one thread");
+	gc_policy_direct_done(&ps, 8, T0 + 2, T0 + 1);
+	cr_expect_eq(ps.ps_fb_min_ns, 0);
+	cr_expect_eq(ps.ps_fb_threads, GC_FB_MANY, "two threads");
+	gc_policy_direct_done(&ps, 9, T0, T0 + 1 * SEC);
+	cr_expect_eq(ps.ps_fb_threads, GC_FB_MANY);
+}
+
+/* A fast device: direct calls for 10 s of epochs at 16 threads, none
+ * grouped, so grouping is never probed (the old controller's grouped
+ * probes cost up to 2x on such a disk). */
+Test(fallback, fast_device_is_never_grouped)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, now);
+	while (now < T0 + 10 * SEC) {
+		cr_assert_not(fb_step(&ps, &pc, &now, 16, CALL_FAST), "grouped at %llu ms",
+			      (unsigned long long)((now - T0) / MS));
+		cr_assert(gc_policy_bypass(&ps, &pc, now));
+		cr_assert_eq(ps.ps_fb_epoch_len, EPOCH);
+	}
+}
+
+/* One thread alone on a slow device is never grouped, however slow its
+ * calls; the first epoch in which a second thread syncs groups. */
+Test(fallback, lone_thread_is_never_grouped)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, now);
+	while (now < T0 + 5 * SEC) {
+		cr_assert_not(fb_step(&ps, &pc, &now, 1, CALL_SLOW));
+		cr_assert(gc_policy_bypass(&ps, &pc, now), "a lone thread grouped");
+	}
+	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW),
+		  "a second thread groups at once (the calls were slow before)");
+	cr_expect_not(gc_policy_bypass(&ps, &pc, now));
+}
+
+/* An epoch holds GC_FB_EPOCH_CALLS of the shortest direct calls when they
+ * are long (so each thread ends a call in it), never less than 25 ms. */
+struct len_case {
+	uint64_t call_ns;
+	uint64_t len_ns;
 };
 
-ParameterizedTestParameters(ab, first_hold)
+ParameterizedTestParameters(fallback, epoch_length)
 {
-	static struct first_hold_case cases[] = { { GC_AB_GROUP }, { GC_AB_DIRECT } };
+	static struct len_case cases[] = {
+		{ CALL_FAST, EPOCH },
+		{ CALL_SLOW, EPOCH },
+		{ 18 * MS, EPOCH_CALLS * 18 * MS },
+		{ 40 * MS, EPOCH_CALLS * 40 * MS },
+	};
 
-	return cr_make_param_array(struct first_hold_case, cases, ARRAY_LEN(cases));
+	return cr_make_param_array(struct len_case, cases, ARRAY_LEN(cases));
 }
 
-ParameterizedTest(struct first_hold_case *c, ab, first_hold)
+ParameterizedTest(struct len_case *c, fallback, epoch_length)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { R_BASE, R_BASE }, { 1 * MS, 1 * MS }, 1 * MS };
-	const char *name = c->winner == GC_AB_GROUP ? "group" : "direct";
 	uint64_t now = T0;
-	int held;
 
-	w.per_sec[c->winner] = R_CLOSE;
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	cr_expect_eq(ab_to_hold(&ps, &pc, &now, &w), c->winner == GC_AB_GROUP ? 3 : 2,
-		     "%s: direct, group (and direct again if group won)", name);
-	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	cr_expect_eq(ps.ps_ab_switches, 0, "%s: a first verdict changes no held mode", name);
-
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, HOLD_EPOCHS, "first verdict %s held %d epochs, want %d", name,
-		     held, HOLD_EPOCHS);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE, "%s: re-probe after the hold", name);
-	cr_expect_eq(mode_now(&ps, &pc, now), c->winner ^ 1, "%s: re-probe the other", name);
-
-	/* one epoch of the other mode, then the winner is held again */
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD, "%s: verdict right after one probe", name);
-	cr_expect_eq(mode_now(&ps, &pc, now), c->winner, "%s: still the faster", name);
+	fb_open(&ps, &pc, now);
+	gc_policy_direct_done(&ps, 1, now, now + c->call_ns);
+	fb_step(&ps, &pc, &now, 0, 0);
+	cr_expect_eq(ps.ps_fb_call_ns, c->call_ns);
+	cr_expect_eq(ps.ps_fb_epoch_len, c->len_ns, "call %llu us: epoch %llu us",
+		     (unsigned long long)(c->call_ns / US),
+		     (unsigned long long)(ps.ps_fb_epoch_len / US));
+	/* an epoch that timed nothing keeps the length */
+	fb_step(&ps, &pc, &now, 0, 0);
+	cr_expect_eq(ps.ps_fb_epoch_len, c->len_ns);
 }
 
-/* The same narrow verdict again doubles the hold, up to 4 doublings. */
-Test(ab, repeated_verdicts_lengthen_the_hold)
+/* The must-show property: grouped on a slow disk, every probe of direct
+ * calls (the losing mode there) ends at its epoch length, whether it timed
+ * calls or none; over 20 s of a 2-thread run, direct calls fill only the
+ * first epoch and one epoch per hold, the hold doubling to 64 epochs. A
+ * probe that timed no call leaves the domain on direct calls for one more
+ * epoch, and the hold starts again at 8. */
+Test(fallback, direct_probe_never_outlasts_its_epoch)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { R_BASE, R_CLOSE }, { 4 * MS, 1 * MS }, 1 * MS };
-	uint64_t now = T0;
-	int round, want, held;
+	uint64_t now = T0, direct_ns = 0, len = EPOCH;
+	uint32_t hold = HOLD_MIN;
+	int probes = 0;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	for (round = 0; round < MAX_STREAK + 2; round++) {
-		int streak = round < MAX_STREAK ? round : MAX_STREAK;
+	fb_to_group(&ps, &pc, &now, 2, CALL_SLOW);
+	direct_ns += EPOCH + len;
+	while (now < T0 + 20 * SEC) {
+		bool idle = probes++ == 2, changed;
+		uint64_t start;
 
-		cr_assert(gc_policy_bypass(&ps, &pc, now), "round %d: direct is held", round);
-		want = HOLD_EPOCHS << streak;
-		held = ab_run_while_same(&ps, &pc, &now, &w);
-		cr_expect_eq(held, want, "round %d: held %d epochs, want %d", round, held, want);
-		cr_assert_not(gc_policy_bypass(&ps, &pc, now), "round %d: group re-probe", round);
-		ab_step(&ps, &pc, &now, &w);
+		cr_assert_eq(mode_now(&ps, &pc, now), GC_FB_GROUP);
+		cr_assert_eq(ps.ps_fb_epoch_len, hold * len, "a hold of %u epochs", hold);
+		cr_assert(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "the hold ends in a probe");
+		start = now;
+		cr_assert_eq(mode_now(&ps, &pc, now), GC_FB_DIRECT);
+		cr_assert_eq(ps.ps_fb_epoch_len, len, "a probe lasts one epoch");
+		changed = fb_step(&ps, &pc, &now, idle ? 0 : 2, CALL_SLOW);
+		cr_assert_eq(now - start, len, "the probe outlasted its epoch");
+		direct_ns += len;
+		if (!idle) {
+			cr_assert(changed, "slow calls timed: grouped again");
+			hold = hold * 2 > HOLD_MAX ? HOLD_MAX : hold * 2;
+		} else {
+			cr_assert_not(changed, "nothing timed: direct");
+			cr_assert(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "the next epoch groups");
+			direct_ns += len;
+			hold = HOLD_MIN;
+		}
 	}
+	cr_expect_gt(probes, 8);
+	cr_expect_lt(direct_ns * 100, (now - T0) * 5, "direct calls filled %llu of %llu ms",
+		     (unsigned long long)(direct_ns / MS), (unsigned long long)((now - T0) / MS));
 }
 
-/* A clear winner (by 50% or more) is re-probed less often: its streak
- * counts CLEAR_BONUS more, up to the longest hold; but not the very first
- * verdict, measured while everything is starting. */
-ParameterizedTestParameters(ab, clear_win_holds_longer)
+/* Each verdict for grouping again doubles the hold up to 64 epochs; a
+ * verdict for direct calls starts it again at 8. */
+Test(fallback, hold_doubles_up_to_a_cap)
 {
-	static struct first_hold_case cases[] = { { GC_AB_GROUP }, { GC_AB_DIRECT } };
-
-	return cr_make_param_array(struct first_hold_case, cases, ARRAY_LEN(cases));
-}
-
-ParameterizedTest(struct first_hold_case *c, ab, clear_win_holds_longer)
-{
+	static const uint32_t want[] = { 8, 16, 32, 64, 64, 64 };
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { R_CLEAR, R_CLEAR }, { 1 * MS, 1 * MS }, 1 * MS };
-	const char *name = c->winner == GC_AB_GROUP ? "group" : "direct";
-	int want, held;
-	uint64_t now = T0;
-
-	w.per_sec[c->winner] = R_BASE;
-	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	/* the first verdict is measured while everything starts: no bonus */
-	want = HOLD_EPOCHS;
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, want, "clear first verdict %s held %d epochs, want %d", name,
-		     held, want);
-	/* the same clear verdict again: one step for agreeing, the bonus */
-	ab_step(&ps, &pc, &now, &w);
-	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << (1 + CLEAR_BONUS);
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, want, "clear again %s held %d epochs, want %d", name, held, want);
-
-	/* narrow first verdict, then a clear one for the same mode */
-	gc_policy_init(&ps);
-	now = T0;
-	w.per_sec[c->winner] = R_CLOSE;
-	w.per_sec[c->winner ^ 1] = R_BASE;
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, HOLD_EPOCHS, "%s narrow: held %d", name, held);
-	w.per_sec[c->winner ^ 1] = R_SLOW;	/* the loser got much worse */
-	ab_step(&ps, &pc, &now, &w);
-	cr_assert_eq(mode_now(&ps, &pc, now), c->winner);
-	want = HOLD_EPOCHS << (1 + CLEAR_BONUS);
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, want, "%s, narrow then clear: held %d epochs, want %d", name,
-		     held, want);
-}
-
-/* Starts a controller in @w and runs it to its first verdict, which must
- * be @want after @probes probe epochs; returns how many epochs that
- * verdict held. */
-static int first_verdict_held(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-			      uint64_t *now, const struct world *w, uint32_t want, int probes)
-{
-	gc_policy_init(ps);
-	*now = T0;
-	ab_open(ps, pc, *now);
-	cr_assert_eq(ab_to_hold(ps, pc, now, w), probes, "probe epochs before the first verdict");
-	cr_assert_eq(mode_now(ps, pc, *now), want, "first verdict");
-	return ab_run_while_same(ps, pc, now, w);
-}
-
-/* A first verdict for direct calls at least twice as fast as grouping
- * holds with the clear bonus at once; a first verdict for grouping twice
- * as fast does not (A-B-A confirmed or not, start-up can mislead it). */
-Test(ab, first_verdict_direct_twice_as_fast_holds_longer)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { R_SLOW, R_BASE }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now;
-	int held;
-
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT, 2);
-	cr_expect_eq(held, HOLD_EPOCHS << CLEAR_BONUS, "direct 2.5x: held %d epochs, want %d",
-		     held, HOLD_EPOCHS << CLEAR_BONUS);
-
-	w = (struct world){ { R_BASE, R_SLOW }, { 1 * MS, 1 * MS }, 1 * MS };
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_GROUP, 3);
-	cr_expect_eq(held, HOLD_EPOCHS, "group 2.5x first: held %d epochs, want %d", held,
-		     HOLD_EPOCHS);
-}
-
-/* A first verdict for direct calls won by less than grouping's margin
- * (grouping above 80% of direct) holds one epoch: the start can flatter
- * direct calls. Grouping is then probed again, and the same verdict holds
- * as a second one does. */
-Test(ab, first_verdict_inside_the_margin_holds_one_epoch)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { R_BASE, R_NEAR }, { 1 * MS, 1 * MS }, 1 * MS };
-	uint64_t now;
-	int held;
-
-	/* direct, then group */
-	held = first_verdict_held(&ps, &pc, &now, &w, GC_AB_DIRECT, 2);
-	cr_expect_eq(held, 1, "direct by 10%% first: held %d epochs, want 1", held);
-	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "then grouping is probed");
-	ab_step(&ps, &pc, &now, &w);
-	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct held again");
-	held = ab_run_while_same(&ps, &pc, &now, &w);
-	cr_expect_eq(held, HOLD_EPOCHS << 1, "the same verdict again: held %d epochs, want %d",
-		     held, HOLD_EPOCHS << 1);
-}
-
-/* The hold epochs of the held mode are its fresh measurement: if it got
- * slower while held, one probe of the other mode is enough to switch. */
-Test(ab, held_mode_is_remeasured_while_held)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct world w = { { 4000, 1600 }, { 1 * MS, 1 * MS }, 1 * MS };
 	uint64_t now = T0;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	ab_to_hold(&ps, &pc, &now, &w);
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now), "group held");
-
-	w.per_sec[GC_AB_GROUP] = 800;	/* grouping stopped paying */
-	ab_run_while_same(&ps, &pc, &now, &w);
-	cr_assert(gc_policy_bypass(&ps, &pc, now), "direct re-probe");
-	/* 119 requests began and ended in the last 149 ms of the 200 ms hold
-	 * epoch: 800/s but for the truncation */
-	cr_expect_eq(ps.ps_ab_rate[GC_AB_GROUP], 119ULL * SEC * 1000 / (149 * MS),
-		     "last hold epoch measured");
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	cr_expect(gc_policy_bypass(&ps, &pc, now), "direct (1600/s) beats group (800/s)");
+	fb_open(&ps, &pc, now);
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
+	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "grouped");
+		cr_expect_eq(ps.ps_fb_epoch_len, want[i] * EPOCH, "hold %zu: %llu ms", i,
+			     (unsigned long long)(ps.ps_fb_epoch_len / MS));
+		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "the hold ends in a probe");
+	}
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, CALL_FAST), "fast again: direct");
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
+	cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS));
+	cr_expect_eq(ps.ps_fb_epoch_len, HOLD_MIN * EPOCH, "the hold starts again");
 }
 
-/* Bypass in both directions: group faster -> held group; the load changes,
- * direct faster -> switch to direct; back again -> switch to group. */
-Test(ab, reprobe_switches_both_ways)
+/* A probe that finds the calls fast moves the domain to direct calls, and
+ * a leader still waiting then closes at once (rule 7): the threads it
+ * counts on now make their own calls. */
+Test(fallback, probe_finding_fast_calls_goes_direct_and_closes_the_wait)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	struct world w = { { 4000, 1600 }, { 1 * MS, 1 * MS }, 1 * MS };
 	uint64_t now = T0;
-	uint32_t sw;
+	int32_t tid;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, now);
-	cr_expect(ab_step(&ps, &pc, &now, &w), "direct probe -> group probe");
-	cr_expect(ab_step(&ps, &pc, &now, &w), "group probe -> direct again");
-	cr_expect(ab_step(&ps, &pc, &now, &w), "direct again -> group held");
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
-	cr_assert_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	sw = ps.ps_ab_switches;
-	cr_expect_eq(sw, 0, "the first verdict is no switch");
-
-	/* direct becomes the faster: one re-probe of direct switches */
-	w.per_sec[GC_AB_GROUP] = 1600;
-	w.per_sec[GC_AB_DIRECT] = 4000;
-	ab_run_while_same(&ps, &pc, &now, &w);
+	fb_to_group(&ps, &pc, &now, 4, 4 * MS);
+	for (int k = 0; k < 6; k++)	/* the EWMA settles on 4 ms */
+		commit(&ps, &pc, now, now, 4 * MS, 4, GC_CLOSE_COUNT);
+	for (tid = 1; tid <= 4; tid++)
+		gc_policy_arrive(&ps, &pc, tid, now);
+	expect_decision("grouped", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NONE, now,
+			4 * MS, 4);
+	cr_assert(fb_step(&ps, &pc, &now, 4, 4 * MS), "the probe");
+	cr_assert_not(fb_step(&ps, &pc, &now, 4, CALL_FAST), "stays direct");
+	for (tid = 1; tid <= 4; tid++)
+		gc_policy_arrive(&ps, &pc, tid, now);
 	cr_assert(gc_policy_bypass(&ps, &pc, now));
-	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "direct is probed first");
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	cr_expect(gc_policy_bypass(&ps, &pc, now), "direct held");
-	cr_expect_eq(ps.ps_ab_switches, sw + 1, "one switch");
+	expect_decision("direct", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NOWAIT, now,
+			0, 0);
+}
 
-	/* and back: held direct is re-probed against group */
-	w.per_sec[GC_AB_GROUP] = 4000;
-	w.per_sec[GC_AB_DIRECT] = 1600;
-	ab_run_while_same(&ps, &pc, &now, &w);
-	cr_assert_not(gc_policy_bypass(&ps, &pc, now));
-	cr_assert_eq(ps.ps_ab_phase, GC_AB_PROBE, "group is probed");
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_PROBE, "a switch to group is confirmed");
-	cr_expect(gc_policy_bypass(&ps, &pc, now), "by direct once more");
-	ab_step(&ps, &pc, &now, &w);
-	cr_expect_eq(ps.ps_ab_phase, GC_AB_HOLD);
-	cr_expect_not(gc_policy_bypass(&ps, &pc, now), "group held again");
-	cr_expect_eq(ps.ps_ab_switches, sw + 2, "two switches");
+/* A thread whose clock reading is older than the epoch's start (it read
+ * the clock, then waited for the lock while another thread started the
+ * epoch) does not end it; a stamp further ahead than an epoch (scribbles)
+ * ends at once, and the next epoch starts from now. */
+Test(fallback, epoch_from_the_future)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t now = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, now);
+	cr_assert_not(fb_step(&ps, &pc, &now, 2, CALL_SLOW));
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now - 3 * MS), "a stale reading");
+	cr_expect_not(gc_policy_epoch_end(&ps, &pc, now - 3 * MS));
+	cr_expect_eq(ps.ps_fb_epoch_start, now, "the epoch goes on");
+	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "and groups at its end");
+	ps.ps_fb_epoch_start = now + 100 * SEC;
+	cr_expect(gc_policy_epoch_due(&ps, &pc, now + MS));
+	gc_policy_epoch_end(&ps, &pc, now + MS);
+	cr_expect_eq(ps.ps_fb_epoch_start, now + MS);
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now + 2 * MS));
+}
+
+/* A state from a shared segment is checked: the mode and the hold in range. */
+Test(fallback, scribbled_state_is_rejected)
+{
+	struct gc_policy_state ps;
+
+	gc_policy_init(&ps);
+	cr_expect(gc_policy_check(&ps));
+	ps.ps_fb_mode = 2;
+	cr_expect_not(gc_policy_check(&ps), "mode out of range");
+	gc_policy_init(&ps);
+	ps.ps_fb_hold = 0;
+	cr_expect_not(gc_policy_check(&ps), "hold 0");
+	ps.ps_fb_hold = HOLD_MAX + 1;
+	cr_expect_not(gc_policy_check(&ps), "hold above the cap");
+	ps.ps_fb_hold = HOLD_MAX;
+	cr_expect(gc_policy_check(&ps));
 }
 
 /* Only adaptive runs the controller; only none and a direct verdict bypass. */
-Test(ab, other_policies_do_not_run_epochs)
+Test(fallback, other_policies_do_not_run_epochs)
 {
 	static const enum gc_policy_kind kinds[] = { GC_POL_FIXED, GC_POL_JBD2,
 						     GC_POL_SIBLINGS };
 	struct gc_policy_cfg ad = cfg(GC_POL_ADAPTIVE), none = cfg(GC_POL_NONE);
-	struct world w = { { 1600, 8000 }, { 1 * MS, 1 * MS }, 1 * MS };
 	struct gc_policy_state ps;
 	uint64_t now = T0;
 
-	/* a state whose controller holds direct */
+	/* a state whose controller is on direct calls */
 	gc_policy_init(&ps);
-	ab_open(&ps, &ad, now);
-	ab_step(&ps, &ad, &now, &w);
-	ab_step(&ps, &ad, &now, &w);
+	fb_open(&ps, &ad, now);
+	fb_step(&ps, &ad, &now, 4, CALL_FAST);
 	cr_assert(gc_policy_bypass(&ps, &ad, now));
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		struct gc_policy_cfg pc = cfg(kinds[i]);
@@ -1281,9 +841,9 @@ Test(ab, other_policies_do_not_run_epochs)
 	cr_expect(gc_policy_bypass(&ps, &none, now));
 }
 
-/* LIBGC_PROBE=0: adaptive keeps its waiting rules but never probes direct
+/* LIBGC_PROBE=0: adaptive keeps its waiting rules but never times direct
  * calls, so it never bypasses. */
-Test(ab, probe_off_never_bypasses)
+Test(fallback, probe_off_never_bypasses)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
@@ -1293,7 +853,8 @@ Test(ab, probe_off_never_bypasses)
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0), "no first epoch");
 	cr_expect_not(gc_policy_epoch_end(&ps, &pc, T0));
 	for (int i = 0; i < 100; i++)
-		gc_policy_account(&ps, 1, T0 + (uint64_t)i * MS, T0 + (uint64_t)i * MS + 1);
+		gc_policy_direct_done(&ps, 1 + i % 2, T0 + (uint64_t)i * MS,
+				      T0 + (uint64_t)i * MS + 1);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, T0 + 10 * SEC));
 	cr_expect_not(gc_policy_bypass(&ps, &pc, T0 + 10 * SEC));
 }
@@ -1315,9 +876,8 @@ Test(device, fast_flush_means_direct_without_probes)
 			gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
 		cr_expect(gc_policy_bypass(&ps, &pc, t), "direct at %d", i);
 		cr_expect_not(gc_policy_epoch_due(&ps, &pc, t), "a probe epoch at %d", i);
-		gc_policy_account(&ps, 1 + i % 4, t, t + 40 * US);
 	}
-	cr_expect_eq(ps.ps_ab_epoch_start, 0, "the controller never started");
+	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the controller never started");
 }
 
 /* A flush of 1 ms or more with two or more sync threads: grouped from the
@@ -1370,20 +930,20 @@ Test(device, stale_or_unknown_falls_back_to_the_controller)
 	uint64_t t = T0;
 
 	gc_policy_init(&ps);
-	ab_open(&ps, &pc, t);
-	cr_expect_neq(ps.ps_ab_epoch_start, 0);
+	fb_open(&ps, &pc, t);
+	cr_expect_neq(ps.ps_fb_epoch_start, 0);
 	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
-	cr_expect_eq(ps.ps_ab_epoch_start, 0, "the device idles the controller");
+	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the device idles the controller");
 	t += GC_DEVICE_FRESH_NS;
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0, "stale after a second");
 	cr_expect(gc_policy_epoch_due(&ps, &pc, t), "a first epoch opens");
-	ab_open(&ps, &pc, t);
-	cr_expect_eq(ps.ps_ab_epoch_start, t);
+	fb_open(&ps, &pc, t);
+	cr_expect_eq(ps.ps_fb_epoch_start, t);
 	cr_expect(gc_policy_bypass(&ps, &pc, t), "the first epoch is direct");
 	/* unknown: no source at all */
 	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t) == false, "was none, is none");
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
-	cr_expect_eq(ps.ps_ab_epoch_start, t, "an unknown device leaves the controller be");
+	cr_expect_eq(ps.ps_fb_epoch_start, t, "an unknown device leaves the controller be");
 	/* a stamp in the future is not fresh */
 	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t + SEC);
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
