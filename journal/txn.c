@@ -150,12 +150,18 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	/* a stalled commit's latency says nothing about the device */
 	if (!t->t_detached)
 		gc_policy_commit_done(&d->j_policy, &gc_cfg.c_policy, &cs);
+	/* open_us: the transaction's life before its close, also behind
+	 * another commit; wait_us: the part of it the policy chose to wait */
 	if (gc_cfg.c_log >= GC_LOG_TRACE)
 		gc_log(GC_LOG_TRACE,
-		       "device %llx: commit %llu: requests=%u files=%u closed=%s open_us=%llu commit_us=%llu%s",
+		       "device %llx: commit %llu: requests=%u files=%u closed=%s open_us=%llu wait_us=%llu commit_us=%llu%s",
 		       (unsigned long long)d->j_dev, (unsigned long long)t->t_seq, t->t_joined,
 		       t->t_inodes, gc_close_reason_name((enum gc_close_reason)t->t_close),
 		       (unsigned long long)((t->t_close_ns - t->t_start_ns) / GC_NSEC_PER_USEC),
+		       (unsigned long long)(t->t_close_ns > t->t_lead_ns &&
+						    t->t_lead_ns > t->t_start_ns
+					    ? (t->t_close_ns - t->t_lead_ns) / GC_NSEC_PER_USEC
+					    : (t->t_close_ns - t->t_start_ns) / GC_NSEC_PER_USEC),
 		       (unsigned long long)((now - t->t_close_ns) / GC_NSEC_PER_USEC),
 		       t->t_detached ? " stalled" : "");
 	gc_stat_inc(commits);

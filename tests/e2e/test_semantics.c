@@ -250,10 +250,15 @@ Test(semantics, trace_logs_every_commit)
 	commits = e2e_out_long(r.err, "commits");
 	cr_assert_gt(commits, 0, "grouped requests make commits:\n%s", r.err);
 	for (p = r.err; (p = strstr(p, ": commit ")); p++) {
-		const char *q = strchr(p + 9, ':');
+		const char *q = strchr(p + 9, ':'), *o = strstr(p, " open_us=");
+		unsigned long long open_us, wait_us;
 
 		cr_assert(q && sscanf(q, ": requests=%ld", &n) == 1, "bad trace line: %.80s", p);
 		cr_expect_geq(n, 1, "a commit of no request: %.80s", p);
+		/* the wait for joiners is a part of the transaction's life */
+		cr_assert(o && sscanf(o, " open_us=%llu wait_us=%llu", &open_us, &wait_us) == 2,
+			  "no open_us= wait_us= in: %.120s", p);
+		cr_expect_leq(wait_us, open_us, "waited longer than open: %.120s", p);
 		requests += n;
 		lines++;
 	}
