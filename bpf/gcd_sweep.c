@@ -8,16 +8,24 @@
  * many per sweep (the rest go at the next one). */
 #define BATCH 256
 
-static void count(struct gcd_sweep *sw, const struct gcd_rq *r)
+static struct gcd_inflight *find(const struct gcd_sweep *sw, __u32 dev, __u32 cls)
 {
 	unsigned i;
 
 	for (i = 0; i < sw->s_used; i++)
-		if (sw->s_keys[i].i_key.k_dev == r->r_dev &&
-		    sw->s_keys[i].i_key.k_class == r->r_class) {
-			sw->s_keys[i].i_count++;
-			return;
-		}
+		if (sw->s_keys[i].i_key.k_dev == dev && sw->s_keys[i].i_key.k_class == cls)
+			return &sw->s_keys[i];
+	return NULL;
+}
+
+static void count(struct gcd_sweep *sw, const struct gcd_rq *r)
+{
+	struct gcd_inflight *e = find(sw, r->r_dev, r->r_class);
+
+	if (e) {
+		e->i_count++;
+		return;
+	}
 	if (sw->s_used == sw->s_cap) {
 		sw->s_missed++;
 		return;
@@ -64,11 +72,7 @@ int gcd_sweep_inflight(int fd, uint64_t now, uint64_t max_age, struct gcd_sweep 
 
 uint32_t gcd_sweep_count(const struct gcd_sweep *sw, const struct gcd_key *key)
 {
-	unsigned i;
+	const struct gcd_inflight *e = find(sw, key->k_dev, key->k_class);
 
-	for (i = 0; i < sw->s_used; i++)
-		if (sw->s_keys[i].i_key.k_dev == key->k_dev &&
-		    sw->s_keys[i].i_key.k_class == key->k_class)
-			return sw->s_keys[i].i_count;
-	return 0;
+	return e ? e->i_count : 0;
 }
