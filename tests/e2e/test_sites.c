@@ -119,7 +119,7 @@ Test(sites, osync_writes_are_requests_of_their_site)
 	e2e_run_free(&r);
 }
 
-Test(sites, off_with_LIBGC_SITES_0)
+Test(sites, sites_off_records_none)
 {
 	const char *env[] = { "LIBGC_REPORT=1", "LIBGC_SITES=0", NULL };
 	struct e2e_run r;
