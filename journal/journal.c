@@ -289,10 +289,12 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		return direct_accounted(d, fd, datasync, start);
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	/* Files and directories: a directory's fsync commits the entries
-	 * made in it (create, rename), and many processes that fsync one
-	 * spool directory share that call under the same rule as a file's. */
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+	/* Regular files only. Directories make their own real call: grouped
+	 * under the file rule, power-cut trials of a spool (rename into new/,
+	 * fsync new/) lost an acknowledged rename in 5 of 117 runs of one
+	 * seed, against none in 100 bare runs and 80 with directories direct.
+	 * Until that is understood, no directory fsync is shared. */
+	if (!S_ISREG(st.st_mode))
 		return gc_commit_direct(fd, datasync);
 	gc_fd_hint_dev(fd, (uint64_t)st.st_dev);
 	d = domain_get((uint64_t)st.st_dev, fd);
