@@ -283,12 +283,14 @@ static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp)
 	return tmp;
 }
 
-/* The return addresses outside this library, innermost first. */
+/* The return addresses outside this library, innermost first: up to @max
+ * (at most GC_SITE_FRAMES), after at most 8 frames of our own. The walk
+ * stops there: a deep stack costs no more than a shallow one. */
 static int capture(uint64_t *pcs, int max)
 {
 #ifdef GC_HAVE_UNWIND
 	void *buf[GC_SITE_FRAMES + 8];
-	int n = unw_backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0]))), i = 0, k = 0;
+	int n = unw_backtrace(buf, max + 8), i = 0, k = 0;
 
 	while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
 		i++;
