@@ -25,10 +25,20 @@
  *	descriptor (threads) or one inherited open file description (processes);
  *	otherwise each worker opens FILE itself. Prints a line per worker and a
  *	total line (see report()).
+ * eioload waitfail [-x CMD] [-d MS] DIR dir|file
+ *	two threads, each with its own entry in DIR: B changes its entry (dir:
+ *	renames it, and fsyncs DIR; file: appends 4 KiB, and fdatasyncs the
+ *	file) at once, A does the same -d MS later (default 8), both going
+ *	into one journal commit when B's real call is slow to reach the
+ *	kernel. The -x command (the fault) runs after the entries are made
+ *	durable. Prints "B=RESULT A=RESULT" (RESULT of A's change is shown as
+ *	rename=ERR or write=ERR when that fails first).
  * eioload check LOG
  *	reads a spy log and prints key=value counts for what the shared checker
  *	does not look at: failed program calls whose errno no failed real call
- *	on the same inode inside their window returned ("unexplained"), and
+ *	on the same inode inside their window returned, nor a real call of the
+ *	filesystem that failed with it (EIO, EROFS) while they were held
+ *	("unexplained"), and
  *	the failed real calls, with EIO among them.
  *
  * Commands run through /bin/sh with the preload and library variables
@@ -78,6 +88,7 @@ static void usage(void)
 		"       eioload seq [-x CMD]... FILE OP...\n"
 		"       eioload run [-t N | -p N] [-S] [-m fsync|fdatasync] [-w overwrite|append]\n"
 		"                   [-b ROUNDS] [-a ROUNDS] [-x CMD] FILE\n"
+		"       eioload waitfail [-x CMD] [-d MS] DIR dir|file\n"
 		"       eioload check LOG\n");
 	exit(2);
 }
@@ -356,6 +367,106 @@ static int cmd_seq(int argc, char **argv)
 	return 0;
 }
 
+/* ---- waitfail ----------------------------------------------------------- */
+
+static const char *g_wf_dir;
+static bool g_wf_file;
+static long g_wf_delay_ms = 8;
+
+struct wf_side {
+	char w_name;		/* 'a' or 'b' */
+	int w_fd;		/* directory (dir) or the entry (file) */
+	char w_res[32];
+};
+
+/* One change of the side's entry, then its sync. */
+static void *wf_side_run(void *arg)
+{
+	struct wf_side *w = arg;
+	char from[4096], to[4096], buf[BLK];
+
+	if (w->w_name == 'a' && g_wf_delay_ms) {
+		struct timespec ts = { g_wf_delay_ms / 1000, (g_wf_delay_ms % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (g_wf_file) {
+		fill(buf, (unsigned int)w->w_name);
+		if (write(w->w_fd, buf, BLK) != BLK) {
+			snprintf(w->w_res, sizeof(w->w_res), "write=%s", ename(errno));
+			return NULL;
+		}
+	} else {
+		snprintf(from, sizeof(from), "%s/%c.0", g_wf_dir, w->w_name);
+		snprintf(to, sizeof(to), "%s/%c.1", g_wf_dir, w->w_name);
+		if (rename(from, to) < 0) {
+			snprintf(w->w_res, sizeof(w->w_res), "rename=%s", ename(errno));
+			return NULL;
+		}
+	}
+	snprintf(w->w_res, sizeof(w->w_res), "%s",
+		 ename((g_wf_file ? fdatasync(w->w_fd) : fsync(w->w_fd)) < 0 ? errno : 0));
+	return NULL;
+}
+
+static int cmd_waitfail(int argc, char **argv)
+{
+	struct wf_side side[2] = { { .w_name = 'b' }, { .w_name = 'a' } };
+	const char *cmd = NULL;
+	pthread_t th[2];
+	int c, dfd;
+
+	while ((c = getopt(argc, argv, "+x:d:")) != -1) {
+		if (c == 'x')
+			cmd = optarg;
+		else if (c == 'd')
+			g_wf_delay_ms = num(optarg, 0, 10000);
+		else
+			usage();
+	}
+	if (optind + 2 != argc || (strcmp(argv[optind + 1], "dir") &&
+				   strcmp(argv[optind + 1], "file")))
+		usage();
+	g_wf_dir = argv[optind];
+	g_wf_file = !strcmp(argv[optind + 1], "file");
+	if (mkdir(g_wf_dir, 0755) < 0 && errno != EEXIST)
+		die(g_wf_dir);
+	dfd = open(g_wf_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		die(g_wf_dir);
+	for (int i = 0; i < 2; i++) {
+		char path[4096];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%c%s", g_wf_dir, side[i].w_name,
+			 g_wf_file ? "" : ".0");
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
+				(g_wf_file ? O_APPEND : 0), 0644);
+		if (fd < 0 || fsync(fd) < 0)
+			die(path);
+		if (g_wf_file) {
+			side[i].w_fd = fd;
+		} else {
+			close(fd);
+			if ((side[i].w_fd = open(g_wf_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+				die(g_wf_dir);
+		}
+	}
+	/* The entries and the directory durable, the journal committed: the
+	 * fault then hits the commit of the two changes. */
+	if (fsync(dfd) < 0 || syncfs(dfd) < 0)
+		die("fsync/syncfs");
+	if (cmd)
+		run_cmd(cmd);
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&th[i], NULL, wf_side_run, &side[i]))
+			die("pthread_create");
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	printf("B=%s A=%s\n", side[0].w_res, side[1].w_res);
+	return 0;
+}
+
 /* ---- run --------------------------------------------------------------- */
 
 /* Lives in a shared mapping so that forked workers fill it too. */
@@ -618,10 +729,15 @@ static int cmd_check(int argc, char **argv)
 		for (size_t j = 0; j < n && !found; j++) {
 			const struct spy_rec *q = &r[j];
 
+			/* a failed real call on the inode inside its window,
+			 * or a failure of its filesystem (EIO, EROFS) that
+			 * ended while the library held it */
 			found = q->r_role == SPY_REAL && q->r_ret < 0 &&
 				q->r_errno == p->r_errno && q->r_dev == p->r_dev &&
-				q->r_ino == p->r_ino && q->r_start_ns >= p->r_start_ns &&
-				q->r_end_ns <= p->r_end_ns;
+				q->r_end_ns <= p->r_end_ns &&
+				((q->r_ino == p->r_ino && q->r_start_ns >= p->r_start_ns) ||
+				 ((q->r_errno == EIO || q->r_errno == EROFS) &&
+				  q->r_end_ns + 1000000 >= p->r_start_ns));
 		}
 		if (!found) {
 			unexplained++;
@@ -651,6 +767,8 @@ int main(int argc, char **argv)
 		return cmd_seq(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "waitfail"))
+		return cmd_waitfail(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc - 1, argv + 1);
 	usage();

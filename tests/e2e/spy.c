@@ -284,25 +284,28 @@ EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
 
 #ifdef SPY_INNER
 /* Injected faults apply to real syncs of regular files only, so a test can
- * name "the K-th real sync" without counting its pipes. */
+ * name "the K-th real sync" without counting its pipes; the delay applies
+ * to directories' too (a directory's fsync is a journal commit). */
 static bool spy_fault(int fd, int *err)
 {
 	struct stat st;
 	unsigned long n;
 	int saved = errno;
 
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
 		errno = saved;
 		return false;
 	}
 	errno = saved;
-	n = __atomic_add_fetch(&spy_real_syncs, 1, __ATOMIC_RELAXED);
 	if (spy_delay_us) {
 		/* Raw syscall: the delay must not add a cancellation point. */
 		struct timespec ts = { spy_delay_us / 1000000,
 				       (long)(spy_delay_us % 1000000) * 1000 };
 		syscall(SYS_nanosleep, &ts, NULL);
 	}
+	if (!S_ISREG(st.st_mode))
+		return false;
+	n = __atomic_add_fetch(&spy_real_syncs, 1, __ATOMIC_RELAXED);
 	if ((spy_eio_nth && n == spy_eio_nth) ||
 	    (spy_eio_every && n % spy_eio_every == 0)) {
 		*err = EIO;

@@ -74,6 +74,8 @@ struct spy_summary {
 	size_t s_violations;		/* succeeded program calls without a covering real call */
 	size_t s_unexplained_fail;	/* failed sync requests with no failed real call on the inode in their window */
 	size_t s_shadowed;		/* succeeded calls whose window also holds a failed adequate real call */
+	size_t s_hidden;		/* violations: covered only after a failure of the filesystem
+					 * (EIO, EROFS) that ended while the call was held */
 	size_t s_bad;			/* malformed records */
 };
 
@@ -82,7 +84,9 @@ struct spy_summary {
  * call began, ended at or before it returned, successful, and strong enough
  * (fsync for fsync/O_SYNC/RWF_SYNC; fdatasync suffices otherwise; a real
  * synchronous write covers only the program write it belongs to, same thread;
- * a real syncfs on the same device covers every call nested around it).
+ * a real syncfs on the same device covers every call nested around it), and
+ * no real sync of its filesystem failed with EIO or EROFS while it was held
+ * before the first of those began (give or take SPY_FAIL_SLACK_NS).
  * Prints one line per violation (at most @max_print) to @out when non-NULL.
  * Returns the number of violations. */
 size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,
