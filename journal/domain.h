@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 9
+#define GC_DOM_VERSION 10
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -113,7 +113,9 @@ struct gc_domain {
 	int32_t j_committing;	/* ring index of the committing one, or GC_NONE */
 	uint32_t j_multi;	/* the last commit had several inodes: stage first */
 	uint32_t j_gen;		/* bumped when state is thrown away (dead lock owner) */
+	int32_t j_fail_err;	/* the last failed real sync's result (-EIO or -EROFS) */
 	uint64_t j_seq;
+	uint64_t j_fail_ns;	/* when a real sync of the filesystem last failed so */
 	uint32_t j_recoveries;	/* times a dead lock owner was recovered from */
 	uint32_t j_reclaims;	/* times a segment without live members was reset */
 	int32_t j_members[GC_MEMBERS]; /* pids attached (shared segments) */

@@ -220,7 +220,9 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	 * measure, and no shared line to write */
 	if (gc_policy_device_flush(&d->j_policy, start)) {
 		gc_stat_inc(bypass);
-		return gc_commit_direct(fd, datasync);
+		r = gc_commit_direct(fd, datasync);
+		gc_commit_note(d, r);
+		return r;
 	}
 	/* Keep the count of sync threads current for when grouping resumes;
 	 * not worth waiting for the lock. */
@@ -233,6 +235,7 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	/* the real call alone: what one sync costs the device */
 	t0 = gc_now_ns();
 	r = gc_commit_direct(fd, datasync);
+	gc_commit_note(d, r);
 	if (r == 0)
 		gc_policy_direct_done(&d->j_policy, tid, t0, gc_now_ns());
 	return r;
@@ -264,7 +267,7 @@ int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 	return gc_sync_direct(fd, datasync, origin);
 }
 
-int gc_sync(int fd, bool datasync, enum gc_origin origin)
+int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
 	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
 	struct gc_domain *d;
@@ -284,17 +287,19 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	 * throughput on a fast disk. The device is only a hint here: a wrong
 	 * one can only send a request to a direct real call. */
 	start = gc_now_ns();
+	begun = begun && begun < start ? begun : start;
 	d = domain_find(gc_fd_dev_hint(fd));
+	/* Here and below: a failure of any real sync of the filesystem since
+	 * the request began (@begun, the program's call) fails it
+	 * (gc_commit_held_result). */
 	if (d && domain_direct(d, start))
-		return direct_accounted(d, fd, datasync, start);
+		return gc_commit_held_result(d, begun, direct_accounted(d, fd, datasync, start));
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	/* Regular files only. Directories make their own real call: grouped
-	 * under the file rule, power-cut trials of a spool (rename into new/,
-	 * fsync new/) lost an acknowledged rename in 5 of 117 runs of one
-	 * seed, against none in 100 bare runs and 80 with directories direct.
-	 * Until that is understood, no directory fsync is shared. */
-	if (!S_ISREG(st.st_mode))
+	/* Files and directories: a directory's fsync commits the entries made
+	 * in it (create, rename), and many processes that fsync one spool
+	 * directory share that call under the same rule as a file's. */
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return gc_commit_direct(fd, datasync);
 	gc_fd_hint_dev(fd, (uint64_t)st.st_dev);
 	d = domain_get((uint64_t)st.st_dev, fd);
@@ -302,7 +307,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		return gc_commit_direct(fd, datasync);
 	now = gc_now_ns();
 	if (domain_direct(d, now))
-		return direct_accounted(d, fd, datasync, start);
+		return gc_commit_held_result(d, begun, direct_accounted(d, fd, datasync, start));
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. A writeback error
 	 * seen here belongs to this request. */
@@ -320,12 +325,15 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 	h.h_dom = d;
 	h.h_tid = gc_gettid();
 	h.h_pid = gc_getpid();
-	if (!gc_domain_lock(d))
-		return gc_commit_direct(fd, datasync);
+	if (!gc_domain_lock(d)) {
+		r = gc_commit_direct(fd, datasync);
+		goto held;
+	}
 	gc_undo_run(d);
 	if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
 		gc_domain_unlock(d);
-		return gc_commit_direct(fd, datasync);
+		r = gc_commit_direct(fd, datasync);
+		goto held;
 	}
 	r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 	if (owner || r != GC_ORPHAN) {
@@ -338,6 +346,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		r = h.h_own; /* its own real call, and its own pending error */
 	} else if (r == GC_ORPHAN) {
 		r = gc_commit_direct(fd, datasync);
+		gc_commit_note(d, r);
 	} else {
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
@@ -347,5 +356,8 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin)
 		if (!r && e < 0)
 			r = e;
 	}
-	return r;
+	return gc_commit_held_result(d, begun, r);
+held:
+	gc_commit_note(d, r);
+	return gc_commit_held_result(d, begun, r);
 }

@@ -5,13 +5,16 @@
 #ifndef GC_JOURNAL_H
 #define GC_JOURNAL_H
 #include <stdbool.h>
+#include <stdint.h>
 
 enum gc_origin { GC_FROM_FSYNC, GC_FROM_FDATASYNC, GC_FROM_OSYNC };
 
 /* Makes the data (and, unless @datasync, the metadata) of @fd's inode durable
  * with the guarantee of a real fsync/fdatasync started after this call began.
- * Returns 0 or -errno. Never reports success without a covering real call. */
-int gc_sync(int fd, bool datasync, enum gc_origin origin);
+ * Returns 0 or -errno. Never reports success without a covering real call,
+ * nor when a real sync of the filesystem failed (EIO, EROFS) since @begun,
+ * the gc_now_ns() the program's call entered the library (0: now). */
+int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
 
 /* The same request served by its own real call at once, no coordination:
  * for nested calls and signal handlers. Counted like any request. */

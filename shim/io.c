@@ -52,7 +52,7 @@ static int sync_fd(int fd, bool full)
 
 		gc_depth++;
 		site = gc_site_begin(&grouped);
-		r = grouped ? gc_sync(fd, !full, GC_FROM_OSYNC)
+		r = grouped ? gc_sync(fd, !full, GC_FROM_OSYNC, t0)
 			    : gc_sync_scoped_out(fd, !full, GC_FROM_OSYNC);
 		ns = gc_now_ns() - t0;
 		gc_site_end(site, ns, !grouped);

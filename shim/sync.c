@@ -24,12 +24,13 @@ static int sync_common(int fd, bool datasync)
 	bool grouped;
 
 	pthread_testcancel();
+	t0 = gc_now_ns();
 	/* dirty limiter: a writeback error its wait consumed is this call's */
 	e = gc_dirty_take_error(fd);
 	gc_depth++;
-	t0 = gc_now_ns();
 	site = gc_site_begin(&grouped);
-	r = grouped ? gc_sync(fd, datasync, origin) : gc_sync_scoped_out(fd, datasync, origin);
+	r = grouped ? gc_sync(fd, datasync, origin, t0)
+		    : gc_sync_scoped_out(fd, datasync, origin);
 	ns = gc_now_ns() - t0;
 	gc_stats_request_end(ns, r);
 	gc_site_end(site, ns, !grouped);

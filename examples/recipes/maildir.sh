@@ -4,7 +4,7 @@
 # maildrop, one process per message from 8 parallel loops (maildrop fsyncs
 # the message and links it into new/; it does not fsync the directory).
 # Afterwards every delivered message must be in new/ with its content.
-# Directory fsyncs pass straight through the library for now.  maildrop is
+# Directory fsyncs are grouped like files (same rule).  maildrop is
 # installed setgid mail, and the dynamic loader ignores LD_PRELOAD for
 # set-id programs: the recipe runs a plain copy of it (as root, so no
 # privilege is lost).
