@@ -62,44 +62,6 @@ int gc_commit_direct(int fd, bool datasync)
 	return r;
 }
 
-/*
- * A failed journal commit is reported by the kernel only to the syncs
- * inside it: ext4 counts an aborted commit as done, and a later fsync that
- * finds nothing to commit returns 0 (a directory's, with no flush at all).
- * A request the library holds back may have its changes in such a commit
- * (a rename just before its fsync) while another request's real call runs
- * it; the real call made for it later would then succeed on nothing. So a
- * failure of any real sync of the filesystem fails every request of the
- * domain that began before it and had not returned. Per-descriptor
- * writeback errors are collected before an owner's call
- * (gc_commit_pending_error) and are not counted here.
- */
-void gc_commit_note(struct gc_domain *d, int r)
-{
-	uint64_t now, was;
-
-	if (!d || (r != -EIO && r != -EROFS))
-		return;
-	now = gc_now_ns();
-	__atomic_store_n(&d->j_fail_err, r, __ATOMIC_RELAXED);
-	was = __atomic_load_n(&d->j_fail_ns, __ATOMIC_RELAXED);
-	while (was < now && !__atomic_compare_exchange_n(&d->j_fail_ns, &was, now, false,
-							 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-}
-
-int gc_commit_held_result(const struct gc_domain *d, uint64_t start, int r)
-{
-	int e;
-
-	if (r < 0 || __atomic_load_n(&d->j_fail_ns, __ATOMIC_ACQUIRE) < start)
-		return r;
-	e = __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED);
-	gc_log(GC_LOG_DEBUG, "device %llx: a real sync of the filesystem failed (%s) while a request waited: it fails too",
-	       (unsigned long long)d->j_dev, e == -EROFS ? "EROFS" : "EIO");
-	return e == -EROFS ? -EROFS : -EIO;
-}
-
 /* Errors that belong to the inode, and so to every request the call
  * covered. Any other error (EBADF of an O_PATH descriptor, EINVAL, EINTR,
  * ...) is the owner's descriptor's own: the others make their own call. */
@@ -170,7 +132,7 @@ bool gc_commit_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	pre = gc_commit_pending_error(h->h_fd);
 	release_together(h);
 	r = real_sync(h->h_fd, datasync);
-	gc_commit_note(h->h_dom, r);
+	gc_domain_note_failure(h->h_dom, r);
 	h->h_own = pre < 0 ? pre : r;
 	/* The program may have dup2()'d another file over this descriptor
 	 * meanwhile: then our call covered some other inode, not this one. */

@@ -293,3 +293,43 @@ bool gc_domain_leave(struct gc_domain *d, pid_t pid)
 	}
 	return live == 0;
 }
+
+/*
+ * A failed journal commit is reported by the kernel only to the syncs
+ * inside it: ext4 counts an aborted commit as done, and a later fsync that
+ * finds nothing to commit returns 0 (a directory's, with no flush at all).
+ * A request the library holds back may have its changes in such a commit
+ * (a rename just before its fsync) while another request's real call runs
+ * it; the real call made for it later would then succeed on nothing. So a
+ * failure of any real sync of the filesystem fails every request of the
+ * domain that began before it and had not returned. Per-descriptor
+ * writeback errors are collected before an owner's call
+ * (gc_commit_pending_error) and are not counted here.
+ */
+void gc_domain_note_failure(struct gc_domain *d, int r)
+{
+	uint64_t now, was;
+
+	if (!d || (r != -EIO && r != -EROFS))
+		return;
+	now = gc_now_ns();
+	__atomic_store_n(&d->j_fail_err, r, __ATOMIC_RELAXED);
+	was = __atomic_load_n(&d->j_fail_ns, __ATOMIC_RELAXED);
+	/* later times win; one still to come is a peer's scribble: replaced */
+	while ((was < now || was > now + GC_NSEC_PER_SEC) &&
+	       !__atomic_compare_exchange_n(&d->j_fail_ns, &was, now, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r)
+{
+	uint64_t f = __atomic_load_n(&d->j_fail_ns, __ATOMIC_ACQUIRE);
+
+	/* a time still to come is a peer's scribble, not a failure */
+	if (r < 0 || f < start || f > gc_now_ns() + GC_NSEC_PER_SEC)
+		return r;
+	int e = __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED);
+
+	return e == -EROFS ? -EROFS : -EIO;
+}

@@ -124,6 +124,11 @@ struct gc_domain {
 };
 
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared);
+/* Just after a real sync of @d's filesystem returned @r: notes EIO, EROFS. */
+void gc_domain_note_failure(struct gc_domain *d, int r);
+/* A request of @d that began at @start succeeds only if no real sync of the
+ * filesystem failed since: @r, or that error (-EIO or -EROFS). */
+int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r);
 /* Throws away every transaction (survivors of it make their own calls). */
 void gc_domain_reset_txns(struct gc_domain *d);
 

@@ -221,7 +221,7 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	if (gc_policy_device_flush(&d->j_policy, start)) {
 		gc_stat_inc(bypass);
 		r = gc_commit_direct(fd, datasync);
-		gc_commit_note(d, r);
+		gc_domain_note_failure(d, r);
 		return r;
 	}
 	/* Keep the count of sync threads current for when grouping resumes;
@@ -235,7 +235,7 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	/* the real call alone: what one sync costs the device */
 	t0 = gc_now_ns();
 	r = gc_commit_direct(fd, datasync);
-	gc_commit_note(d, r);
+	gc_domain_note_failure(d, r);
 	if (r == 0)
 		gc_policy_direct_done(&d->j_policy, tid, t0, gc_now_ns());
 	return r;
@@ -291,9 +291,9 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	d = domain_find(gc_fd_dev_hint(fd));
 	/* Here and below: a failure of any real sync of the filesystem since
 	 * the request began (@begun, the program's call) fails it
-	 * (gc_commit_held_result). */
+	 * (gc_domain_held_result). */
 	if (d && domain_direct(d, start))
-		return gc_commit_held_result(d, begun, direct_accounted(d, fd, datasync, start));
+		return gc_domain_held_result(d, begun, direct_accounted(d, fd, datasync, start));
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* Files and directories: a directory's fsync commits the entries made
@@ -307,7 +307,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		return gc_commit_direct(fd, datasync);
 	now = gc_now_ns();
 	if (domain_direct(d, now))
-		return gc_commit_held_result(d, begun, direct_accounted(d, fd, datasync, start));
+		return gc_domain_held_result(d, begun, direct_accounted(d, fd, datasync, start));
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. A writeback error
 	 * seen here belongs to this request. */
@@ -346,7 +346,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		r = h.h_own; /* its own real call, and its own pending error */
 	} else if (r == GC_ORPHAN) {
 		r = gc_commit_direct(fd, datasync);
-		gc_commit_note(d, r);
+		gc_domain_note_failure(d, r);
 	} else {
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
@@ -356,8 +356,8 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		if (!r && e < 0)
 			r = e;
 	}
-	return gc_commit_held_result(d, begun, r);
+	return gc_domain_held_result(d, begun, r);
 held:
-	gc_commit_note(d, r);
-	return gc_commit_held_result(d, begun, r);
+	gc_domain_note_failure(d, r);
+	return gc_domain_held_result(d, begun, r);
 }

@@ -47,11 +47,6 @@ extern pthread_mutex_t gc_domains_lock;
 
 /* commit.c: real calls. Results are 0 or -errno. */
 int gc_commit_direct(int fd, bool datasync);
-/* Just after a real sync of @d's filesystem returned @r: notes EIO, EROFS. */
-void gc_commit_note(struct gc_domain *d, int r);
-/* A request the library held since @start succeeds only if no real sync of
- * the filesystem failed since: @r, or that error. */
-int gc_commit_held_result(const struct gc_domain *d, uint64_t start, int r);
 int gc_commit_pending_error(int fd);
 /* With j_lock held, as @s's owner: drops it for the real call, takes it
  * again. false if it could not be taken again. */

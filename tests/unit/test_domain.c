@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "journal/domain.h"
 #include "unit.h"
 
@@ -288,4 +289,39 @@ Test(domain, private_domain_is_not_shared)
 	cr_assert_not_null(d);
 	cr_expect_eq(d->j_shared, 0);
 	cr_expect_neq(stat(path, &st), 0, "a private domain created a segment");
+}
+
+/* A real sync that fails with EIO or EROFS fails the requests of the domain
+ * that began before it (gc_domain_held_result), and no later one; other
+ * errors are a descriptor's own and fail no one else. A failure time still
+ * to come is a peer's scribble: it fails nothing, and the next real failure
+ * replaces it. */
+Test(domain, a_failed_real_sync_fails_the_requests_in_flight)
+{
+	struct gc_domain *d = gc_domain_private(dev);
+	uint64_t before, after;
+
+	cr_assert_not_null(d);
+	before = gc_now_ns();
+	cr_expect_eq(gc_domain_held_result(d, before, 0), 0, "no failure yet");
+	gc_domain_note_failure(d, -EBADF);
+	gc_domain_note_failure(d, -ENOSPC);
+	cr_expect_eq(gc_domain_held_result(d, before, 0), 0, "a descriptor's error is its own");
+	gc_domain_note_failure(d, -EIO);
+	after = gc_now_ns() + 1;
+	cr_expect_eq(gc_domain_held_result(d, before, 0), -EIO, "in flight during an EIO");
+	cr_expect_eq(gc_domain_held_result(d, before, -ENOSPC), -ENOSPC, "its own error stays");
+	cr_expect_eq(gc_domain_held_result(d, after, 0), 0, "began after the failure");
+	gc_domain_note_failure(d, -EROFS);
+	cr_expect_eq(gc_domain_held_result(d, after, 0), -EROFS);
+
+	d->j_fail_ns = gc_now_ns() + 3600 * GC_NSEC_PER_SEC;
+	d->j_fail_err = 12345;
+	after = gc_now_ns();
+	cr_expect_eq(gc_domain_held_result(d, after, 0), 0, "a scribbled future time fails nothing");
+	gc_domain_note_failure(d, -EIO);
+	cr_expect_leq(d->j_fail_ns, gc_now_ns(), "the next failure replaces the scribble");
+	d->j_fail_err = 12345;
+	cr_expect_eq(gc_domain_held_result(d, after, 0), -EIO, "a scribbled errno reads as EIO");
+	munmap(d, sizeof(*d));
 }
