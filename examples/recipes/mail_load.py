@@ -16,10 +16,10 @@ def body(name):
             + (h + "\n") * 30).encode()
 
 
-def deliver_loop(md, w, deadline):
+def deliver_loop(md, w, deadline, most):
     new_fd = os.open(os.path.join(md, "new"), os.O_RDONLY | os.O_DIRECTORY)
     n = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (most <= 0 or n < most):
         name = "%d.w%d.%d.local" % (os.getpid(), w, n)
         tmp = os.path.join(md, "tmp", name)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -40,6 +40,9 @@ def main():
     ap.add_argument("--secs", type=float, default=3)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--expect", type=int, default=-1)
+    ap.add_argument("--max", type=int, default=0,
+                    help="messages per deliverer at most (0: no limit); "
+                         "a run without syncs would otherwise use up the inodes")
     a = ap.parse_args()
     md = a.maildir
     if a.check:
@@ -65,7 +68,7 @@ def main():
         if pid == 0:
             os.close(r)
             try:
-                os.write(wr, b"%d\n" % deliver_loop(md, w, deadline))
+                os.write(wr, b"%d\n" % deliver_loop(md, w, deadline, a.max))
             except Exception as e:  # noqa: BLE001 - report and fail
                 sys.stderr.write("deliverer %d: %s\n" % (w, e))
                 sys.exit(1)
