@@ -341,7 +341,7 @@ int gc_ps_read_sites(const char *path, struct gc_ps_sites *out)
 		const struct gc_site_desc *d = &s->ps_sites.sa_desc[i];
 		struct gc_site_desc *o = &out->ss_desc[i];
 
-		if (!__atomic_load_n(&d->sd_ready, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&d->sd_ready, __ATOMIC_ACQUIRE) != GC_SD_NAMED)
 			continue;
 		memcpy(o, d, sizeof(*o));
 		o->sd_ready = 1;

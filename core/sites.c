@@ -1,8 +1,10 @@
 /* Capture of call sites with libunwind, on the sync path only: the chain of
  * return addresses outside this library (unw_backtrace's cached fast trace),
+ * each distinct chain once in the site table, named at its second request
+ * or for the exit report (a process that syncs once maps no file for it),
  * each return address named once (dladdr's object and dynamic symbol, else
- * the file's symbol table, mapped) in a fixed private cache, each distinct
- * chain once in the site table, and LIBGC_SCOPE's verdict from those names.
+ * the file's symbol table, mapped) in a fixed private cache, and
+ * LIBGC_SCOPE's verdict from those names.
  * No malloc and no lock of ours: tables are claimed with compare-and-swap;
  * libunwind caches per thread (no lock, no blocked signals) and its trace
  * allocates nothing (its procedure naming does, so it is not used). Runs
@@ -49,6 +51,7 @@ struct ipc_ent {
 	uint32_t ic_ready;
 	uint16_t ic_scope;	/* 1: the frame is in LIBGC_SCOPE */
 	uint16_t ic_entry;	/* 1: a function of a sync entry's name */
+	uint16_t ic_full;	/* the object's symbol table was searched too */
 	uint64_t ic_off;	/* ip - the base of its object */
 	char ic_fn[56];
 	char ic_lib[56];
@@ -215,8 +218,8 @@ out:
 }
 
 /* Names the return address @ip: its function (the dynamic symbol dladdr
- * finds, else the file's own symbol table) and object. */
-static void name_ip(uint64_t ip, struct ipc_ent *e)
+ * finds, else, when @full, the file's own symbol table) and object. */
+static void name_ip(uint64_t ip, struct ipc_ent *e, bool full)
 {
 	const char *fn = "?", *lib = "?", *slash;
 	struct link_map *lm = NULL;
@@ -235,12 +238,13 @@ static void name_ip(uint64_t ip, struct ipc_ent *e)
 		e->ic_off = ip - (uint64_t)(uintptr_t)di.dli_fbase;
 		if (di.dli_sname)
 			fn = di.dli_sname;
-		else if (lm && elf_name(lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe",
+		else if (full && lm && elf_name(lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe",
 					ip - 1 - (uint64_t)lm->l_addr, buf, sizeof(buf)))
 			fn = buf;
 	}
 	copy_name(e->ic_fn, sizeof(e->ic_fn), fn);
 	copy_name(e->ic_lib, sizeof(e->ic_lib), lib);
+	e->ic_full = full;
 	e->ic_scope = (uint16_t)in_scope(e);
 	e->ic_entry = is_entry(e->ic_fn);
 }
@@ -254,8 +258,10 @@ static unsigned int mix(uint64_t x)
 }
 
 /* The named entry of @ip: from the cache, or named now (into the cache
- * when there is room, else into @tmp). */
-static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp)
+ * when there is room, else into @tmp). @full: a name from the object's
+ * symbol table is wanted too (scope and output; the sync path's other
+ * checks need only dladdr's), named into @tmp when the cached one lacks it. */
+static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp, bool full)
 {
 	unsigned int h = mix(ip), i;
 
@@ -264,22 +270,22 @@ static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp)
 		uint64_t k = __atomic_load_n(&e->ic_ip, __ATOMIC_ACQUIRE), zero = 0;
 
 		if (k == ip) {
-			if (__atomic_load_n(&e->ic_ready, __ATOMIC_ACQUIRE))
+			if (__atomic_load_n(&e->ic_ready, __ATOMIC_ACQUIRE) && (e->ic_full || !full))
 				return e;
-			break; /* another thread names it: do it here too */
+			break; /* being named, or not fully: do it here */
 		}
 		if (k)
 			continue;
 		if (__atomic_compare_exchange_n(&e->ic_ip, &zero, ip, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			name_ip(ip, e);
+			name_ip(ip, e, full);
 			__atomic_store_n(&e->ic_ready, 1, __ATOMIC_RELEASE);
 			return e;
 		}
 		if (zero == ip)
 			break;
 	}
-	name_ip(ip, tmp);
+	name_ip(ip, tmp, full);
 	return tmp;
 }
 
@@ -315,22 +321,23 @@ static uint64_t chain_key(const uint64_t *pcs, int n)
 	return h ? h : 1;
 }
 
-static void name_site(struct gc_site_desc *d, const uint64_t *pcs, int n)
+/* Names row @d from its addresses (a peer may have scribbled its depth). */
+static void name_site(struct gc_site_desc *d)
 {
 	struct ipc_ent tmp;
 	const struct ipc_ent *e;
 	size_t used = 0, len;
 	char name[sizeof(tmp.ic_fn) + 24];
-	int i;
+	uint64_t pcs[GC_SITE_DEPTH];
+	int i, n = d->sd_depth < GC_SITE_DEPTH ? (int)d->sd_depth : GC_SITE_DEPTH;
 
-	d->sd_depth = (uint32_t)n;
 	for (i = 0; i < n; i++)
-		d->sd_pc[i] = pcs[i];
+		pcs[i] = d->sd_pc[i];
 	copy_name(d->sd_fn, sizeof(d->sd_fn), "?");
 	copy_name(d->sd_lib, sizeof(d->sd_lib), "?");
 	d->sd_chain[0] = '\0';
 	for (i = 0; i < n; i++) {
-		e = ip_get(pcs[i], &tmp);
+		e = ip_get(pcs[i], &tmp, true);
 		if (!i) {
 			copy_name(d->sd_fn, sizeof(d->sd_fn), e->ic_fn);
 			copy_name(d->sd_lib, sizeof(d->sd_lib), e->ic_lib);
@@ -355,8 +362,31 @@ static void name_site(struct gc_site_desc *d, const uint64_t *pcs, int n)
 	}
 }
 
-/* The row of the chain @pcs in @a, claimed and named on first sight; the
- * other row when the table is full. Another process of this user may
+/* Names row @d if it is unnamed, unless another thread does already. */
+static void name_pending(struct gc_site_desc *d)
+{
+	uint32_t w = GC_SD_UNNAMED;
+
+	if (__atomic_load_n(&d->sd_ready, __ATOMIC_ACQUIRE) != GC_SD_UNNAMED ||
+	    !__atomic_compare_exchange_n(&d->sd_ready, &w, GC_SD_NAMING, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	name_site(d);
+	__atomic_store_n(&d->sd_ready, GC_SD_NAMED, __ATOMIC_RELEASE);
+}
+
+void gc_sites_name_pending(void)
+{
+	struct gc_site_area *a = __atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE);
+	int i;
+
+	for (i = 0; a && i < GC_SITES; i++)
+		if (__atomic_load_n(&a->sa_desc[i].sd_key, __ATOMIC_ACQUIRE))
+			name_pending(&a->sa_desc[i]);
+}
+
+/* The row of the chain @pcs in @a, claimed on first sight and named on the
+ * second (or for the exit report); the other row when the table is full. Another process of this user may
  * scribble on the table: a row found is always in range, and a wrong one
  * only misattributes counts. */
 static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
@@ -369,14 +399,19 @@ static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
 		struct gc_site_desc *d = &a->sa_desc[ix];
 		uint64_t k = __atomic_load_n(&d->sd_key, __ATOMIC_ACQUIRE), zero = 0;
 
-		if (k == key)
+		if (k == key) {
+			/* its second request: the names are due now */
+			name_pending(d);
 			return (int)ix;
+		}
 		if (k)
 			continue;
 		if (__atomic_compare_exchange_n(&d->sd_key, &zero, key, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			name_site(d, pcs, n);
-			__atomic_store_n(&d->sd_ready, 1, __ATOMIC_RELEASE);
+			d->sd_depth = (uint32_t)n;
+			for (int j = 0; j < n; j++)
+				d->sd_pc[j] = pcs[j];
+			__atomic_store_n(&d->sd_ready, GC_SD_UNNAMED, __ATOMIC_RELEASE);
 			return (int)ix;
 		}
 		if (zero == key)
@@ -402,12 +437,12 @@ int gc_site_begin(bool *grouped)
 	if (scope_n) {
 		*grouped = false;
 		for (i = 0; i < n && !*grouped; i++)
-			*grouped = ip_get(pcs[i], &tmp)->ic_scope != 0;
+			*grouped = ip_get(pcs[i], &tmp, true)->ic_scope != 0;
 	}
 	if (!sites_on)
 		return -1;
 	/* wrappers of other preload libraries before this one */
-	for (skip = 0; skip < n && skip < 4 && ip_get(pcs[skip], &tmp)->ic_entry; skip++)
+	for (skip = 0; skip < n && skip < 4 && ip_get(pcs[skip], &tmp, scope_n != 0)->ic_entry; skip++)
 		;
 	n -= skip;
 	return site_row(__atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE), pcs + skip,

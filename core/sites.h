@@ -19,7 +19,7 @@
 
 struct gc_site_desc {
 	uint64_t sd_key;		/* hash of the chain; 0: free */
-	uint32_t sd_ready;		/* 1 once the names below are written */
+	uint32_t sd_ready;		/* GC_SD_NAMED once the names below are written */
 	uint32_t sd_depth;		/* return addresses in sd_pc */
 	uint64_t sd_pc[GC_SITE_DEPTH];	/* innermost (the caller of fsync...) first */
 	uint64_t sd_off;		/* sd_pc[0] - the base of its object */
@@ -27,6 +27,14 @@ struct gc_site_desc {
 	char sd_lib[64];		/* basename of its object */
 	char sd_chain[192];		/* functions of the chain, "f < g < main" */
 };
+
+/* sd_ready: 0 while the row is claimed; GC_SD_UNNAMED once the addresses
+ * are written, the names not yet: naming maps object files, so it waits for
+ * the site's second request or the exit report (a process that syncs once
+ * pays for no names); GC_SD_NAMING while a thread names it. */
+#define GC_SD_NAMED 1
+#define GC_SD_UNNAMED 2
+#define GC_SD_NAMING 3
 
 struct gc_site_ctr {
 	uint64_t sc_requests;
@@ -49,6 +57,8 @@ struct gc_site_area {
 /* The table in use: the stats segment's once it exists, else private. */
 extern struct gc_site_area *gc_sites_base;
 struct gc_site_area *gc_sites_private(void);
+/* Names every row still unnamed (for the exit report). */
+void gc_sites_name_pending(void);
 
 /* What the journal says about the request in progress on this thread. */
 struct gc_req_note {

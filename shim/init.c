@@ -110,6 +110,11 @@ __attribute__((destructor)) static void gc_destructor(void)
 {
 	if (!gc_ready)
 		return;
+	/* a normal exit may name what one request left unnamed (dladdr and
+	 * file maps: not from _exit, which may run in a forked child or a
+	 * signal handler) */
+	if (gc_cfg.c_report[0])
+		gc_sites_name_pending();
 	gc_report_exit();
 	gc_journal_exit();
 }

@@ -166,7 +166,8 @@ static const char *dur(char *out, size_t len, uint64_t ns)
 /* The names of row @r: the other row has none. */
 static const struct gc_site_desc *site_desc(const struct gc_site_area *a, int r)
 {
-	return r < GC_SITES && __atomic_load_n(&a->sa_desc[r].sd_ready, __ATOMIC_ACQUIRE)
+	return r < GC_SITES && __atomic_load_n(&a->sa_desc[r].sd_ready, __ATOMIC_ACQUIRE) ==
+				       GC_SD_NAMED
 		       ? &a->sa_desc[r]
 		       : NULL;
 }

@@ -74,6 +74,25 @@ Test(sites, summary_names_the_function_and_its_library)
 	e2e_run_free(&r);
 }
 
+/* A site is named at its second request, or at exit for the report: a
+ * process that syncs once maps no object file on its sync path, and its
+ * report still names the site. */
+Test(sites, a_site_seen_once_is_named_at_exit)
+{
+	const char *env[] = { "LIBGC_REPORT=1", NULL };
+	const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), "1", "lib", "threads=1", NULL };
+	struct e2e_run r;
+	const char *line;
+
+	e2e_run(&r, PRE_GC, env, 60, argv);
+	e2e_expect_ok(&r, "one request");
+	line = strstr(r.err, "top call sites:");
+	cr_assert(line, "no call sites in the report:\n%s", r.err);
+	cr_expect(strstr(line, "site_flush_log (libsite.so+0x") && strstr(line, " 1 requests"),
+		  "the one request's site, named:\n%s", r.err);
+	e2e_run_free(&r);
+}
+
 Test(sites, json_report_has_a_sites_array)
 {
 	char envs[600];
