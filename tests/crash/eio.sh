@@ -35,7 +35,7 @@ SPY_OUTER=$PWD/build/tests/e2e/spy_outer.so
 SPY_INNER=$PWD/build/tests/e2e/spy_inner.so
 SPYCHECK=$PWD/build/tests/e2e/spycheck
 NAME=eio-$$
-T=11
+T=12
 # Forced batching: every request waits 3 ms for company before its commit.
 GC_ENV=(LIBGC_POLICY=fixed LIBGC_WAIT_US=3000)
 
@@ -305,24 +305,30 @@ else
 	not_ok "commit EIO, one call at a time: same answers as bare" "no disk"
 fi
 
-# 11: a failed journal commit that held the change of a request the
+# 11-12: a failed journal commit that held the change of a request the
 # library was holding. B renames its entry and fsyncs the directory; its
 # real call is slow to reach the kernel (the inner spy delays it 20 ms);
 # meanwhile A renames its own entry (into the same, still open, journal
 # transaction) and fsyncs the directory: its request waits for B's call to
 # end. B's commit fails and the journal aborts; ext4 counts the aborted
 # commit as done, so the real call then made for A finds nothing to commit
-# and returns 0. A's rename is lost: A must get the error.
-fresh_disk
-if [ -n "$M" ]; then
-	log=$WORK/wf.log
+# and returns 0. A's rename is lost: A must get the error. 11: threads of
+# one process; 12: two processes sharing commits through the segment.
+waitfail_test() {
+	local title=$1 log=$WORK/wf.log wf sum
+	shift
+	fresh_disk
+	if [ -z "$M" ]; then
+		not_ok "$title" "no disk"
+		return 0
+	fi
 	rm -f "$log"
 	wf=$(env LD_PRELOAD="$SPY_OUTER $LIB $SPY_INNER" SPY_LOG="$log" SPY_DELAY_US=20000 \
 		LIBGC_POLICY=fixed LIBGC_WAIT_US=40000 LIBGC_MAX_WAIT_US=100000 \
-		timeout 60 "$LOAD" waitfail -d 50 -x "$(inject eio-flush 1)" "$M/wf" dir 2>&1) || wf="exit $?: $wf"
+		timeout 60 "$LOAD" waitfail "$@" -d 50 -x "$(inject eio-flush 1)" "$M/wf" dir 2>&1) ||
+		wf="exit $?: $wf"
 	sd fault --name "$NAME" clear >/dev/null 2>&1 || true
 	sum=$("$SPYCHECK" -n 5 "$log" 2>&1) || true
-	title="commit EIO while a directory fsync waits for another's real call: it fails too (EIO or EROFS), never 0"
 	if ! grep -q '^B=EIO A=' <<<"$wf" || grep -q 'A=rename=' <<<"$wf"; then
 		not_ok "$title" "the scenario did not arise (B's commit must fail, A's rename succeed): $wf"
 	elif ! grep -Eq 'A=(EIO|EROFS)$' <<<"$wf"; then
@@ -332,8 +338,8 @@ if [ -n "$M" ]; then
 	else
 		ok "$title"
 	fi
-else
-	not_ok "commit EIO while a directory fsync waits for another's real call: it fails too" "no disk"
-fi
+}
+waitfail_test "commit EIO while a directory fsync waits for another thread's real call: it fails too (EIO or EROFS), never 0"
+waitfail_test "commit EIO while a directory fsync waits for another process's real call: the same" -p
 
 [ "$n" -eq "$T" ] || echo "# planned $T tests, ran $n"

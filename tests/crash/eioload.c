@@ -25,12 +25,13 @@
  *	descriptor (threads) or one inherited open file description (processes);
  *	otherwise each worker opens FILE itself. Prints a line per worker and a
  *	total line (see report()).
- * eioload waitfail [-x CMD] [-d MS] DIR dir|file
+ * eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file
  *	two threads, each with its own entry in DIR: B changes its entry (dir:
  *	renames it, and fsyncs DIR; file: appends 4 KiB, and fdatasyncs the
  *	file) at once, A does the same -d MS later (default 8), both going
  *	into one journal commit when B's real call is slow to reach the
- *	kernel. The -x command (the fault) runs after the entries are made
+ *	kernel (-p: two processes instead of threads, which share commits
+ *	through the shared segment). The -x command (the fault) runs after the entries are made
  *	durable. Prints "B=RESULT A=RESULT" (RESULT of A's change is shown as
  *	rename=ERR or write=ERR when that fails first).
  * eioload check LOG
@@ -88,7 +89,7 @@ static void usage(void)
 		"       eioload seq [-x CMD]... FILE OP...\n"
 		"       eioload run [-t N | -p N] [-S] [-m fsync|fdatasync] [-w overwrite|append]\n"
 		"                   [-b ROUNDS] [-a ROUNDS] [-x CMD] FILE\n"
-		"       eioload waitfail [-x CMD] [-d MS] DIR dir|file\n"
+		"       eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file\n"
 		"       eioload check LOG\n");
 	exit(2);
 }
@@ -411,13 +412,17 @@ static void *wf_side_run(void *arg)
 
 static int cmd_waitfail(int argc, char **argv)
 {
-	struct wf_side side[2] = { { .w_name = 'b' }, { .w_name = 'a' } };
+	struct wf_side side[2] = { { .w_name = 'b' }, { .w_name = 'a' } }, *sh;
 	const char *cmd = NULL;
 	pthread_t th[2];
+	pid_t pid[2];
+	bool procs = false;
 	int c, dfd;
 
-	while ((c = getopt(argc, argv, "+x:d:")) != -1) {
-		if (c == 'x')
+	while ((c = getopt(argc, argv, "+px:d:")) != -1) {
+		if (c == 'p')
+			procs = true;
+		else if (c == 'x')
 			cmd = optarg;
 		else if (c == 'd')
 			g_wf_delay_ms = num(optarg, 0, 10000);
@@ -458,12 +463,31 @@ static int cmd_waitfail(int argc, char **argv)
 		die("fsync/syncfs");
 	if (cmd)
 		run_cmd(cmd);
-	for (int i = 0; i < 2; i++)
-		if (pthread_create(&th[i], NULL, wf_side_run, &side[i]))
-			die("pthread_create");
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	printf("B=%s A=%s\n", side[0].w_res, side[1].w_res);
+	/* the results in a shared mapping, so that forked sides fill it too */
+	sh = mmap(NULL, sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		die("mmap");
+	memcpy(sh, side, sizeof(side));
+	fflush(NULL);
+	for (int i = 0; i < 2; i++) {
+		if (!procs) {
+			if (pthread_create(&th[i], NULL, wf_side_run, &sh[i]))
+				die("pthread_create");
+		} else if ((pid[i] = fork()) < 0) {
+			die("fork");
+		} else if (!pid[i]) {
+			wf_side_run(&sh[i]);
+			exit(0);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!procs)
+			pthread_join(th[i], NULL);
+		else
+			while (waitpid(pid[i], NULL, 0) < 0 && errno == EINTR)
+				;
+	}
+	printf("B=%s A=%s\n", sh[0].w_res, sh[1].w_res);
 	return 0;
 }
 
