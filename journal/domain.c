@@ -329,7 +329,5 @@ int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r)
 	/* a time still to come is a peer's scribble, not a failure */
 	if (r < 0 || f < start || f > gc_now_ns() + GC_NSEC_PER_SEC)
 		return r;
-	int e = __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED);
-
-	return e == -EROFS ? -EROFS : -EIO;
+	return __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED) == -EROFS ? -EROFS : -EIO;
 }

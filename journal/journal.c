@@ -209,6 +209,15 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 #define GC_ARRIVE_EVERY_NS (250 * GC_NSEC_PER_USEC)
 static __thread uint64_t gc_arrived_ns __attribute__((tls_model("initial-exec")));
 
+/* A request's own real call on @d's filesystem, its failure noted there. */
+static int direct_noted(struct gc_domain *d, int fd, bool datasync)
+{
+	int r = gc_commit_direct(fd, datasync);
+
+	gc_domain_note_failure(d, r);
+	return r;
+}
+
 /* A direct real call while the controller times direct calls. */
 static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t start)
 {
@@ -220,9 +229,7 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	 * measure, and no shared line to write */
 	if (gc_policy_device_flush(&d->j_policy, start)) {
 		gc_stat_inc(bypass);
-		r = gc_commit_direct(fd, datasync);
-		gc_domain_note_failure(d, r);
-		return r;
+		return direct_noted(d, fd, datasync);
 	}
 	/* Keep the count of sync threads current for when grouping resumes;
 	 * not worth waiting for the lock. */
@@ -234,8 +241,7 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	gc_stat_inc(bypass);
 	/* the real call alone: what one sync costs the device */
 	t0 = gc_now_ns();
-	r = gc_commit_direct(fd, datasync);
-	gc_domain_note_failure(d, r);
+	r = direct_noted(d, fd, datasync);
 	if (r == 0)
 		gc_policy_direct_done(&d->j_policy, tid, t0, gc_now_ns());
 	return r;
@@ -325,15 +331,12 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	h.h_dom = d;
 	h.h_tid = gc_gettid();
 	h.h_pid = gc_getpid();
-	if (!gc_domain_lock(d)) {
-		r = gc_commit_direct(fd, datasync);
-		goto held;
-	}
+	if (!gc_domain_lock(d))
+		return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
 	gc_undo_run(d);
 	if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
 		gc_domain_unlock(d);
-		r = gc_commit_direct(fd, datasync);
-		goto held;
+		return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
 	}
 	r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 	if (owner || r != GC_ORPHAN) {
@@ -345,8 +348,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	if (owner) {
 		r = h.h_own; /* its own real call, and its own pending error */
 	} else if (r == GC_ORPHAN) {
-		r = gc_commit_direct(fd, datasync);
-		gc_domain_note_failure(d, r);
+		r = direct_noted(d, fd, datasync);
 	} else {
 		/* Writeback errors are reported once per open file description;
 		 * the owner's call consumed them on its own. Collect any this
@@ -356,8 +358,5 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		if (!r && e < 0)
 			r = e;
 	}
-	return gc_domain_held_result(d, begun, r);
-held:
-	gc_domain_note_failure(d, r);
 	return gc_domain_held_result(d, begun, r);
 }
