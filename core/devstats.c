@@ -402,14 +402,17 @@ static void blk_recheck(void)
 	fd = sys_open(g_blk.b_path, O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &fst) != 0 || !blk_file_ok(&fst)) {
-		sys_close(fd);
-		return;
-	}
+	/* moved up first, so that nothing of ours touches the low number
+	 * another thread may get next (ThreadSanitizer sees neither the raw
+	 * open nor the raw close, only the fstat) */
 	hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, DS_HIGH_FD);
 	if (hi >= 0) {
 		sys_close(fd);
 		fd = hi;
+	}
+	if (fstat(fd, &fst) != 0 || !blk_file_ok(&fst)) {
+		sys_close(fd);
+		return;
 	}
 	g_blk.b_fd = fd;
 	g_blk.b_dev = fst.st_dev;
