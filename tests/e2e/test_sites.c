@@ -48,15 +48,42 @@ static unsigned long long counter(const char *json, const char *key)
 	return strtoull(p + strlen(want), NULL, 10);
 }
 
-static void run_siteprog(struct e2e_run *r, const char *mode, const char *threads,
-			 const char *const *env)
+/* siteprog with @per requests a thread. */
+static void run_siteprog_n(struct e2e_run *r, int per, const char *mode, const char *threads,
+			   const char *const *env)
 {
 	char n[16];
 	const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), n, mode, threads, NULL };
 
-	snprintf(n, sizeof(n), "%d", PER);
+	snprintf(n, sizeof(n), "%d", per);
 	e2e_run(r, PRE_GC, env, 60, argv);
 	e2e_expect_ok(r, mode);
+}
+
+static void run_siteprog(struct e2e_run *r, const char *mode, const char *threads,
+			 const char *const *env)
+{
+	run_siteprog_n(r, PER, mode, threads, env);
+}
+
+/* siteprog with its JSON report in a file: the report's text (to free). */
+static char *run_siteprog_json(struct e2e_run *r, const char *mode, const char *threads)
+{
+	char envs[600];
+	const char *env[] = { envs, NULL };
+
+	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("r.json"));
+	run_siteprog(r, mode, threads, env);
+	return e2e_slurp(e2e_path("r.json"));
+}
+
+/* The summary's call-site part, which must be there. */
+static const char *sites_line(const struct e2e_run *r)
+{
+	const char *line = strstr(r->err, "top call sites:");
+
+	cr_assert(line, "no call sites in the report:\n%s", r->err);
+	return line;
 }
 
 Test(sites, summary_names_the_function_and_its_library)
@@ -66,8 +93,7 @@ Test(sites, summary_names_the_function_and_its_library)
 	const char *line;
 
 	run_siteprog(&r, "lib", "threads=2", env);
-	line = strstr(r.err, "top call sites:");
-	cr_assert(line, "no call sites in the report:\n%s", r.err);
+	line = sites_line(&r);
 	cr_expect(strstr(line, "site_flush_log (libsite.so+0x"),
 		  "the function that called fsync and its library:\n%s", r.err);
 	cr_expect(strstr(line, "40 requests"), "its 2 x %d requests:\n%s", PER, r.err);
@@ -80,14 +106,11 @@ Test(sites, summary_names_the_function_and_its_library)
 Test(sites, a_site_seen_once_is_named_at_exit)
 {
 	const char *env[] = { "LIBGC_REPORT=1", NULL };
-	const char *argv[] = { e2e_prog("siteprog"), e2e_dir(), "1", "lib", "threads=1", NULL };
 	struct e2e_run r;
 	const char *line;
 
-	e2e_run(&r, PRE_GC, env, 60, argv);
-	e2e_expect_ok(&r, "one request");
-	line = strstr(r.err, "top call sites:");
-	cr_assert(line, "no call sites in the report:\n%s", r.err);
+	run_siteprog_n(&r, 1, "lib", "threads=1", env);
+	line = sites_line(&r);
 	cr_expect(strstr(line, "site_flush_log (libsite.so+0x") && strstr(line, " 1 requests"),
 		  "the one request's site, named:\n%s", r.err);
 	e2e_run_free(&r);
@@ -95,15 +118,10 @@ Test(sites, a_site_seen_once_is_named_at_exit)
 
 Test(sites, json_report_has_a_sites_array)
 {
-	char envs[600];
-	const char *env[] = { envs, NULL };
 	unsigned long long req = 0, direct = 0, committed = 0;
 	struct e2e_run r;
-	char *text;
+	char *text = run_siteprog_json(&r, "mix", "threads=1");
 
-	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("r.json"));
-	run_siteprog(&r, "mix", "threads=1", env);
-	text = e2e_slurp(e2e_path("r.json"));
 	cr_expect(strstr(text, "\"sites\":[{"), "%s", text);
 	cr_expect(strstr(text, "{\"fn\":\"site_flush_log\",\"lib\":\"libsite.so\""), "%s", text);
 	cr_expect(strstr(text, "{\"fn\":\"local_flush\",\"lib\":\"siteprog\""),
@@ -121,15 +139,10 @@ Test(sites, json_report_has_a_sites_array)
 
 Test(sites, osync_writes_are_requests_of_their_site)
 {
-	char envs[600];
-	const char *env[] = { envs, NULL };
 	unsigned long long req = 0;
 	struct e2e_run r;
-	char *text;
+	char *text = run_siteprog_json(&r, "osync", "threads=1");
 
-	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("r.json"));
-	run_siteprog(&r, "osync", "threads=1", env);
-	text = e2e_slurp(e2e_path("r.json"));
 	cr_assert(site_get(text, "site_write_sync", "requests", &req),
 		  "the O_DSYNC write's function:\n%s", text);
 	cr_expect_eq(req, PER, "%s", text);
@@ -261,17 +274,12 @@ Test(sites, capture_and_naming_allocate_nothing)
 /* 40 places that fsync, a table of 32: the rest is counted, as "(other)". */
 Test(sites, a_full_table_counts_into_other)
 {
-	char envs[600];
-	const char *env[] = { envs, NULL };
 	unsigned long long req = 0;
 	struct e2e_run r;
 	const char *p;
-	char *text;
+	char *text = run_siteprog_json(&r, "many", "threads=1");
 	int rows = 0;
 
-	snprintf(envs, sizeof(envs), "LIBGC_REPORT=%s", e2e_path("many.json"));
-	run_siteprog(&r, "many", "threads=1", env);
-	text = e2e_slurp(e2e_path("many.json"));
 	for (p = text; (p = strstr(p, "{\"fn\":")); p++)
 		rows++;
 	cr_expect_eq(rows, 33, "32 named sites and the other row:\n%s", text);
