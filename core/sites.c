@@ -328,16 +328,13 @@ static void name_site(struct gc_site_desc *d)
 	const struct ipc_ent *e;
 	size_t used = 0, len;
 	char name[sizeof(tmp.ic_fn) + 24];
-	uint64_t pcs[GC_SITE_DEPTH];
 	int i, n = d->sd_depth < GC_SITE_DEPTH ? (int)d->sd_depth : GC_SITE_DEPTH;
 
-	for (i = 0; i < n; i++)
-		pcs[i] = d->sd_pc[i];
 	copy_name(d->sd_fn, sizeof(d->sd_fn), "?");
 	copy_name(d->sd_lib, sizeof(d->sd_lib), "?");
 	d->sd_chain[0] = '\0';
 	for (i = 0; i < n; i++) {
-		e = ip_get(pcs[i], &tmp, true);
+		e = ip_get(d->sd_pc[i], &tmp, true);
 		if (!i) {
 			copy_name(d->sd_fn, sizeof(d->sd_fn), e->ic_fn);
 			copy_name(d->sd_lib, sizeof(d->sd_lib), e->ic_lib);
@@ -386,9 +383,9 @@ void gc_sites_name_pending(void)
 }
 
 /* The row of the chain @pcs in @a, claimed on first sight and named on the
- * second (or for the exit report); the other row when the table is full. Another process of this user may
- * scribble on the table: a row found is always in range, and a wrong one
- * only misattributes counts. */
+ * second (or for the exit report); the other row when the table is full.
+ * Another process of this user may scribble on the table: a row found is
+ * always in range, and a wrong one only misattributes counts. */
 static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
 {
 	uint64_t key = chain_key(pcs, n);
