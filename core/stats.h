@@ -25,6 +25,7 @@
 	X(close_count)		/* closed when the expected joiners arrived */     \
 	X(close_timeout)	/* closed at the deadline */                       \
 	X(staged)		/* sync_file_range staging before a join */        \
+	X(deferred)		/* requests handed back to the next transaction */ \
 	X(commit_ns)		/* summed commit latency: close to last real call */ \
 	X(open_ns)		/* summed time transactions stayed open */         \
 	X(wait_ns)		/* summed time requests spent in the library */    \

@@ -75,6 +75,8 @@ int gc_slot_result(const struct gc_txn *t, const struct gc_islot *s)
 {
 	int32_t r = s->is_err;
 
+	if (r == GC_REJOIN)
+		return s->is_seal == gc_result_seal(t->t_seq, s->is_ino, r) ? GC_REJOIN : GC_ORPHAN;
 	if (r == GC_ORPHAN || !shared_error(r) ||
 	    s->is_seal != gc_result_seal(t->t_seq, s->is_ino, r))
 		return GC_ORPHAN;

@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 10
+#define GC_DOM_VERSION 11
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -19,7 +19,9 @@
 #define GC_NONE (-1)
 
 enum { T_FREE, T_RUNNING, T_COMMITTING, T_DONE };
-enum { IS_FSYNC = 1, IS_CLAIMED = 2, IS_DONE = 4 };
+/* IS_DIR: the inode is a directory; IS_KEEP: a handle of it was handed
+ * back once (gc_policy_defer) and is never handed back again */
+enum { IS_FSYNC = 1, IS_CLAIMED = 2, IS_DONE = 4, IS_DIR = 8, IS_KEEP = 16 };
 
 struct gc_islot {
 	uint64_t is_ino;
@@ -33,6 +35,8 @@ struct gc_islot {
 
 /* Slot result meaning "no usable result: make your own real call". */
 #define GC_ORPHAN INT32_MIN
+/* Slot result meaning "handed back at the close: join the next one". */
+#define GC_REJOIN (INT32_MIN + 1)
 
 /* Ties a published result to its transaction and inode, so memory a peer
  * scribbled over is not taken for a real call's result. */

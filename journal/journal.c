@@ -279,7 +279,7 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	struct gc_domain *d;
 	struct stat st;
 	uint64_t now, start;
-	bool owner = false;
+	bool owner = false, rejoined;
 	int r;
 
 	count_request(origin);
@@ -328,17 +328,30 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		now = gc_now_ns();
 	}
 
-	h.h_dom = d;
-	h.h_tid = gc_gettid();
-	h.h_pid = gc_getpid();
-	if (!gc_domain_lock(d))
-		return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
-	gc_undo_run(d);
-	if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, now)) {
-		gc_domain_unlock(d);
-		return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
+	/* A request handed back at a close (GC_REJOIN) joins the next
+	 * transaction, once; a second hand-back (a peer's scribble) makes it
+	 * a direct call. */
+	for (rejoined = false;; rejoined = true) {
+		h = (struct gc_handle){ .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
+					.h_tid = gc_gettid(), .h_pid = gc_getpid() };
+		if (!gc_domain_lock(d))
+			return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
+		gc_undo_run(d);
+		if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
+				    rejoined, now)) {
+			gc_domain_unlock(d);
+			return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
+		}
+		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
+		if (r != GC_REJOIN)
+			break;
+		if (rejoined) {
+			r = GC_ORPHAN;
+			break;
+		}
+		gc_stat_inc(deferred);
+		now = gc_now_ns();
 	}
-	r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 	if (owner || r != GC_ORPHAN) {
 		gc_stats_handle_served(); /* served by a commit, counted here */
 		/* for its call site: from the covering commit's close on */

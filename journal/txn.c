@@ -199,11 +199,43 @@ static void txn_detach(struct gc_domain *d, struct gc_txn *t)
 	gc_domain_wake_all(d);
 }
 
+/* At a close: the handles of the fewer kind (files or directories) go back
+ * to join the next transaction, when the policy says so (gc_policy_defer).
+ * Their slots are settled with GC_REJOIN and make no real call here. */
+static void txn_defer(struct gc_domain *d, struct gc_txn *t)
+{
+	uint32_t i, kind[2] = { 0, 0 };
+	bool dirs;
+
+	for (i = 0; i < t->t_inodes; i++) {
+		const struct gc_islot *s = &t->t_islots[i];
+
+		if (s->is_handles && !(s->is_flags & IS_KEEP))
+			kind[!!(s->is_flags & IS_DIR)] += s->is_handles;
+	}
+	if (!gc_policy_defer(&d->j_policy, &gc_cfg.c_policy, t->t_seq, kind[0], kind[1]))
+		return;
+	dirs = kind[1] < kind[0];
+	for (i = 0; i < t->t_inodes; i++) {
+		struct gc_islot *s = &t->t_islots[i];
+
+		if (!s->is_handles || (s->is_flags & IS_KEEP) || !(s->is_flags & IS_DIR) != !dirs)
+			continue;
+		s->is_flags |= IS_DONE;
+		s->is_err = GC_REJOIN;
+		s->is_seal = gc_result_seal(t->t_seq, s->is_ino, GC_REJOIN);
+		/* they are counted in the transaction they commit in */
+		t->t_joined -= s->is_handles < t->t_joined ? s->is_handles : t->t_joined;
+	}
+}
+
 static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
 		      uint64_t now)
 {
 	uint32_t i, live = 0;
 
+	if (why == GC_CLOSE_COUNT || why == GC_CLOSE_TIMEOUT)
+		txn_defer(d, t);
 	t->t_state = T_COMMITTING;
 	t->t_close = why;
 	/* @now was read before the lock: a closer that read it before the
@@ -212,6 +244,8 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 	for (i = 0; i < t->t_inodes; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
+		if (s->is_flags & IS_DONE)
+			continue; /* handed back */
 		if (s->is_handles)
 			live++;
 		else
@@ -513,7 +547,8 @@ int gc_handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 /* Joins the running transaction (beginning one if none runs), with j_lock
  * held. false: no room (ring, inode slots or handle entries exhausted), so
  * the request must not wait. */
-bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64_t now)
+bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, bool dir, bool keep,
+		    uint64_t now)
 {
 	struct gc_domain *d = h->h_dom;
 	struct gc_txn *t;
@@ -549,6 +584,10 @@ bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64_t n
 	t->t_islots[slot].is_handles++;
 	if (!datasync)
 		t->t_islots[slot].is_flags |= IS_FSYNC;
+	if (dir)
+		t->t_islots[slot].is_flags |= IS_DIR;
+	if (keep)
+		t->t_islots[slot].is_flags |= IS_KEEP;
 	t->t_handles++;
 	t->t_joined++;
 	t->t_refs++;

@@ -59,9 +59,12 @@ struct gc_wq *gc_txn_wq(struct gc_domain *d, const struct gc_txn *t);
 void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now);
 void gc_hent_abandon(struct gc_domain *d, struct gc_txn *t, int e);
 bool gc_handle_valid(const struct gc_handle *h);
-/* Joins the running transaction (beginning one). false: no room, or the
- * domain's state is not one a request may join: make a direct call. */
-bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, uint64_t now);
+/* Joins the running transaction (beginning one) for inode @ino, a
+ * directory when @dir; @keep: the request was handed back once (GC_REJOIN)
+ * and is not again. false: no room, or the domain's state is not one a
+ * request may join: make a direct call. */
+bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, bool dir, bool keep,
+		    uint64_t now);
 /* Runs the protocol for a joined handle; returns with j_lock dropped. */
 int gc_handle_collect(struct gc_handle *h, uint64_t ino, bool *owner);
 /* Takes out of @d the handles of this process that lost the lock. */

@@ -450,6 +450,29 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 	}
 }
 
+/* Threads that each sync a file and then its directory (SQLite's rollback
+ * journal, spools) share commits in step: all the files, then all the
+ * directories. A thread one step off joins every commit with the other
+ * kind, and the count rule keeps it there: the directories' commit, which
+ * costs next to nothing once the files' commit is done, waits for that
+ * thread's file, and every step costs a whole commit. Handing the odd
+ * thread back to the next transaction puts it in step with the others.
+ * One in GC_DEFER_EVERY transactions at most, so a thread that syncs the
+ * other kind all the time waits one extra commit that often, no more. */
+bool gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		     uint64_t seq, uint32_t files, uint32_t dirs)
+{
+	uint32_t few = files < dirs ? files : dirs;
+
+	if (pc->pc_kind != GC_POL_ADAPTIVE || !few || 4 * few > files + dirs)
+		return false;
+	if (ps->ps_defer_seq && seq - ps->ps_defer_seq < GC_DEFER_EVERY &&
+	    seq > ps->ps_defer_seq)
+		return false;
+	ps->ps_defer_seq = seq;
+	return true;
+}
+
 void gc_policy_commit_done(struct gc_policy_state *ps,
 			   const struct gc_policy_cfg *pc,
 			   const struct gc_commit_sample *cs)

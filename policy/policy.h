@@ -69,6 +69,7 @@ struct gc_policy_state {
 					 * UINT64_MAX: none yet */
 	uint64_t ps_fb_threads;		/* who made them (atomic): 0 nobody,
 					 * GC_FB_ONE | tid one thread, GC_FB_MANY several */
+	uint64_t ps_defer_seq;		/* transaction that last handed requests back */
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
@@ -164,6 +165,13 @@ struct gc_decision {
 struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 				    const struct gc_policy_cfg *pc,
 				    const struct gc_txn_view *tv, uint64_t now);
+
+/* Transaction @seq closes with @files handles of regular files and @dirs
+ * of directories (not counting those handed back before). true: hand the
+ * fewer kind's handles back, to join the next transaction. */
+#define GC_DEFER_EVERY 4
+bool gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		     uint64_t seq, uint32_t files, uint32_t dirs);
 
 /* A commit finished. */
 struct gc_commit_sample {
