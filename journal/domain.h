@@ -73,6 +73,8 @@ struct gc_txn {
 	uint32_t t_detached;	/* given up on: no longer the domain's committing one */
 	uint32_t t_live;	/* inode slots with handles at close */
 	uint32_t t_claimed;	/* of those, claimed by an owner */
+	uint32_t t_dirs_only;	/* at close: it syncs directories only */
+	uint32_t t_pad;
 	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
 	uint64_t t_lead_ns;	/* since when the leader could have decided */
 	struct gc_islot t_islots[GC_TXN_INODES];

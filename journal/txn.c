@@ -137,7 +137,7 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 		.cs_handles = t->t_joined, .cs_inodes = t->t_inodes,
 		.cs_close = (enum gc_close_reason)t->t_close,
 		.cs_start_ns = t->t_start_ns, .cs_close_ns = t->t_close_ns,
-		.cs_end_ns = now,
+		.cs_end_ns = now, .cs_dirs_only = t->t_dirs_only,
 	};
 
 	t->t_state = T_DONE;
@@ -199,12 +199,13 @@ static void txn_detach(struct gc_domain *d, struct gc_txn *t)
 	gc_domain_wake_all(d);
 }
 
-/* At a close: the handles of the fewer kind (files or directories) go back
- * to join the next transaction, when the policy says so (gc_policy_defer).
+/* At a close: the handles of one kind (files or directories, the one
+ * gc_policy_defer picks) go back to join the next transaction.
  * Their slots are settled with GC_REJOIN and make no real call here. */
 static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 {
 	uint32_t i, kind[2] = { 0, 0 };
+	enum gc_defer back;
 	bool dirs;
 
 	for (i = 0; i < t->t_inodes; i++) {
@@ -213,9 +214,10 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 		if (s->is_handles && !(s->is_flags & IS_KEEP))
 			kind[!!(s->is_flags & IS_DIR)] += s->is_handles;
 	}
-	if (!gc_policy_defer(&d->j_policy, &gc_cfg.c_policy, t->t_seq, kind[0], kind[1]))
+	back = gc_policy_defer(&d->j_policy, &gc_cfg.c_policy, t->t_seq, kind[0], kind[1]);
+	if (back == GC_DEFER_NONE)
 		return;
-	dirs = kind[1] < kind[0];
+	dirs = back == GC_DEFER_DIRS;
 	for (i = 0; i < t->t_inodes; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
@@ -232,7 +234,7 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
 		      uint64_t now)
 {
-	uint32_t i, live = 0;
+	uint32_t i, live = 0, dirs = 0;
 
 	if (why == GC_CLOSE_COUNT || why == GC_CLOSE_TIMEOUT)
 		txn_defer(d, t);
@@ -246,13 +248,16 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 
 		if (s->is_flags & IS_DONE)
 			continue; /* handed back */
-		if (s->is_handles)
+		if (s->is_handles) {
 			live++;
-		else
+			dirs += !!(s->is_flags & IS_DIR);
+		} else {
 			s->is_flags |= IS_DONE; /* every handle of it left */
+		}
 	}
 	t->t_pending = live;
 	t->t_live = live;
+	t->t_dirs_only = live && live == dirs;
 	t->t_claimed = 0;
 	d->j_committing = (int32_t)(t - d->j_txns);
 	d->j_running = GC_NONE;

@@ -70,6 +70,9 @@ struct gc_policy_state {
 	uint64_t ps_fb_threads;		/* who made them (atomic): 0 nobody,
 					 * GC_FB_ONE | tid one thread, GC_FB_MANY several */
 	uint64_t ps_defer_seq;		/* transaction that last handed requests back */
+	uint64_t ps_dir_commit_ns;	/* EWMA (1/4) of commits of directories only */
+	uint32_t ps_dir_samples;
+	uint32_t ps_dir_pad;
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
@@ -167,11 +170,12 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 				    const struct gc_txn_view *tv, uint64_t now);
 
 /* Transaction @seq closes with @files handles of regular files and @dirs
- * of directories (not counting those handed back before). true: hand the
- * fewer kind's handles back, to join the next transaction. */
+ * of directories (not counting those handed back before): which kind's
+ * handles to hand back, to join the next transaction instead. */
+enum gc_defer { GC_DEFER_NONE, GC_DEFER_FILES, GC_DEFER_DIRS };
 #define GC_DEFER_EVERY 4
-bool gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
-		     uint64_t seq, uint32_t files, uint32_t dirs);
+enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+			      uint64_t seq, uint32_t files, uint32_t dirs);
 
 /* A commit finished. */
 struct gc_commit_sample {
@@ -181,6 +185,7 @@ struct gc_commit_sample {
 	uint64_t cs_start_ns;		/* first handle joined */
 	uint64_t cs_close_ns;		/* transaction closed */
 	uint64_t cs_end_ns;		/* last real call finished */
+	bool cs_dirs_only;		/* every inode it synced was a directory */
 };
 void gc_policy_commit_done(struct gc_policy_state *ps,
 			   const struct gc_policy_cfg *pc,

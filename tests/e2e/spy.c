@@ -3,7 +3,8 @@
  * real calls the library issues and can inject EIO or delay into them. */
 
 /* Env: SPY_LOG=path (nothing is logged without it); inner only:
- * SPY_EIO_NTH=K, SPY_EIO_EVERY=K, SPY_DELAY_US=N. */
+ * SPY_EIO_NTH=K, SPY_EIO_EVERY=K, SPY_DELAY_US=N, SPY_DIR_DELAY_US=N (the
+ * delay of directories' real syncs; SPY_DELAY_US's unless set). */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,7 +63,7 @@ static struct {
 static const char *spy_log_path;
 static int spy_env_done;
 #ifdef SPY_INNER
-static unsigned long spy_eio_nth, spy_eio_every, spy_delay_us;
+static unsigned long spy_eio_nth, spy_eio_every, spy_delay_us, spy_dir_delay_us;
 static unsigned long spy_real_syncs;	/* real fsync/fdatasync on regular files */
 #endif
 
@@ -92,6 +93,7 @@ static void spy_env(void)
 	spy_eio_nth = env_ulong("SPY_EIO_NTH");
 	spy_eio_every = env_ulong("SPY_EIO_EVERY");
 	spy_delay_us = env_ulong("SPY_DELAY_US");
+	spy_dir_delay_us = getenv("SPY_DIR_DELAY_US") ? env_ulong("SPY_DIR_DELAY_US") : spy_delay_us;
 #else
 	(void)env_ulong;
 #endif
@@ -285,7 +287,7 @@ EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
 #ifdef SPY_INNER
 /* Injected faults apply to real syncs of regular files only, so a test can
  * name "the K-th real sync" without counting its pipes; the delay applies
- * to directories' too (a directory's fsync is a journal commit). */
+ * to directories' too (a directory's fsync is a journal commit), or theirs. */
 static bool spy_fault(int fd, int *err)
 {
 	struct stat st;
@@ -297,11 +299,13 @@ static bool spy_fault(int fd, int *err)
 		return false;
 	}
 	errno = saved;
-	if (spy_delay_us) {
+	{
+		unsigned long us = S_ISDIR(st.st_mode) ? spy_dir_delay_us : spy_delay_us;
 		/* Raw syscall: the delay must not add a cancellation point. */
-		struct timespec ts = { spy_delay_us / 1000000,
-				       (long)(spy_delay_us % 1000000) * 1000 };
-		syscall(SYS_nanosleep, &ts, NULL);
+		struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+
+		if (us)
+			syscall(SYS_nanosleep, &ts, NULL);
 	}
 	if (!S_ISREG(st.st_mode))
 		return false;

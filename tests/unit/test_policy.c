@@ -1346,6 +1346,61 @@ Test(granularity, decides_fast)
 			T0, 120 * US, 2);
 }
 
+/* ---- hand-back of the fewer kind ------------------------------------------- */
+
+static void dir_commit(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		       uint64_t commit_ns)
+{
+	struct gc_commit_sample cs = {
+		.cs_handles = 8, .cs_inodes = 1, .cs_close = GC_CLOSE_COUNT,
+		.cs_start_ns = T0, .cs_close_ns = T0, .cs_end_ns = T0 + commit_ns,
+		.cs_dirs_only = true,
+	};
+
+	gc_policy_commit_done(ps, pc, &cs);
+}
+
+/* Only the adaptive policy hands back, only a mix of both kinds, and only
+ * once a directory-only commit was timed and found cheap (under a quarter
+ * of a commit); at most one transaction in GC_DEFER_EVERY. */
+Test(adaptive, hands_back_the_fewer_kind_while_directory_commits_are_cheap)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE), fixed = cfg(GC_POL_FIXED);
+	struct gc_policy_state ps;
+	uint64_t seq = 10;
+
+	gc_policy_init(&ps);
+	commit(&ps, &pc, T0, T0, 4 * MS, 8, GC_CLOSE_COUNT);
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq, 7, 1), GC_DEFER_NONE,
+		     "no directory-only commit timed yet");
+	dir_commit(&ps, &pc, 100 * US);
+	commit(&ps, &pc, T0, T0, 4 * MS, 8, GC_CLOSE_COUNT);
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq, 8, 0), GC_DEFER_NONE, "one kind only");
+	cr_expect_eq(gc_policy_defer(&ps, &fixed, seq, 7, 1), GC_DEFER_NONE, "fixed never");
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq, 7, 1), GC_DEFER_DIRS, "the one directory");
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq + GC_DEFER_EVERY - 1, 1, 7), GC_DEFER_NONE,
+		     "too soon after the last");
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq + GC_DEFER_EVERY, 3, 5), GC_DEFER_FILES,
+		     "the three files");
+	seq += GC_DEFER_EVERY;
+	/* a tie: each kind in turn */
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq + GC_DEFER_EVERY, 4, 4),
+		     (seq + GC_DEFER_EVERY) & 1 ? GC_DEFER_FILES : GC_DEFER_DIRS);
+	seq += GC_DEFER_EVERY;
+	cr_expect_eq(gc_policy_defer(&ps, &pc, seq + GC_DEFER_EVERY + 1, 4, 4),
+		     (seq + GC_DEFER_EVERY + 1) & 1 ? GC_DEFER_FILES : GC_DEFER_DIRS);
+	/* a scribbled last hand-back still to come does not stop it for good */
+	ps.ps_defer_seq = UINT64_MAX;
+	cr_expect_eq(gc_policy_defer(&ps, &pc, 100, 7, 1), GC_DEFER_DIRS);
+	/* directories whose commits cost what the files' do: never */
+	for (int i = 0; i < 8; i++)
+		dir_commit(&ps, &pc, 4 * MS);
+	cr_expect_eq(gc_policy_defer(&ps, &pc, 200, 7, 1), GC_DEFER_NONE,
+		     "directory commits of %llu us against %llu us",
+		     (unsigned long long)(ps.ps_dir_commit_ns / US),
+		     (unsigned long long)(ps.ps_commit_ns / US));
+}
+
 /* ---- names ----------------------------------------------------------------- */
 
 Test(names, policies_and_reasons)
