@@ -184,18 +184,28 @@ static uint64_t give_up_ns(const struct gc_domain *d)
 
 /* The committing transaction @t has outlived the give-up bound: it stops
  * being the domain's committing one so new transactions can commit. Its
- * remaining handles still collect whatever result arrives, or give up. */
+ * remaining handles still collect whatever result arrives, or give up.
+ * j_committing names @t as every use reads it (RING_IX: a peer may have
+ * written any value since the lock's check), and is cleared even when @t
+ * was detached before: the caller goes round with the lock held until it
+ * reads GC_NONE there. */
 static void txn_detach(struct gc_domain *d, struct gc_txn *t)
 {
-	if (t->t_detached)
-		return;
-	t->t_detached = 1;
-	gc_stat_inc(stalled);
-	if (d->j_committing == (int32_t)(t - d->j_txns)) {
+	bool named = d->j_committing != GC_NONE &&
+		     RING_IX(d->j_committing) == (uint32_t)(t - d->j_txns);
+
+	if (named) {
 		d->j_committing = GC_NONE;
 		if (d->j_running != GC_NONE)
 			d->j_txns[RING_IX(d->j_running)].t_lead_ns = gc_now_ns();
 	}
+	if (t->t_detached) {
+		if (named)
+			wake_running(d);
+		return;
+	}
+	t->t_detached = 1;
+	gc_stat_inc(stalled);
 	gc_domain_wake_all(d);
 }
 

@@ -1,11 +1,13 @@
 /* Shared-segment protocol: creation, attachment from another process,
  * validation of bad segments (random bytes, truncated, wrong owner or mode,
- * symlink), recovery from a lock owner that died, membership and reclaim.
+ * symlink), recovery from a lock owner that died, membership and reclaim,
+ * and a request whose segment is spoiled between the lock's check and use.
  * Uses made-up device numbers so real segments are never touched. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/sys.h"
 #include "journal/domain.h"
+#include "journal/txn.h"
 #include "unit.h"
 
 GC_UNIT_GLOBALS;
@@ -208,6 +212,63 @@ Test(domain, dead_lock_owner_is_recovered)
 	/* and it keeps working */
 	cr_assert(gc_domain_lock(d));
 	gc_domain_unlock(d);
+}
+
+/* A peer writes j_committing out of range after the lock's check: every use
+ * reads it as RING_IX of it, and that transaction (here the running one,
+ * never closed, so past the give-up bound) is detached. The detach must
+ * clear the index it was read from, or the request goes round the protocol
+ * with the lock held for as long as the scribble stays. */
+Test(domain, committing_index_spoiled_after_the_check)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	char file[160];
+	struct stat st;
+	int fd, ws = 0, waited;
+	pid_t pid;
+
+	cr_assert_not_null(d, "attach: %s", why ? why : "?");
+	snprintf(file, sizeof(file), "%s.file", path);
+	fd = open(file, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	cr_assert(fd >= 0, "create %s: %s", file, strerror(errno));
+	unlink(file);
+	cr_assert_eq(fstat(fd, &st), 0);
+	gc_config_defaults(&gc_cfg);
+	gc_cfg.c_policy.pc_kind = GC_POL_FIXED;
+	gc_cfg.c_policy.pc_wait_ns = 1 * MS;
+	pid = fork();
+	if (pid == 0) {
+		struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
+				       .h_tid = gc_gettid(), .h_pid = gc_getpid() };
+		bool owner = false;
+		int r;
+
+		if (!gc_domain_lock(d))
+			_exit(2);
+		if (!gc_handle_join(&h, (uint64_t)st.st_ino, false, false, false, gc_now_ns()))
+			_exit(3);
+		/* the scribble, after gc_domain_check: RING_IX names the running one */
+		d->j_committing = GC_TXN_RING + d->j_running;
+		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
+		_exit(r == 0 || r == GC_ORPHAN ? 0 : 4);
+	}
+	cr_assert(pid > 0);
+	/* 3 s: past every give-up bound (2 s), which a request going round
+	 * with the lock held never meets */
+	for (waited = 0; waited < 300; waited++) {
+		if (waitpid(pid, &ws, WNOHANG) == pid)
+			break;
+		usleep(10000);
+	}
+	if (waited == 300) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &ws, 0);
+	}
+	close(fd);
+	cr_assert(WIFEXITED(ws), "the request never returned (%s)",
+		  WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "?");
+	cr_expect_eq(WEXITSTATUS(ws), 0, "the request failed (%d)", WEXITSTATUS(ws));
 }
 
 Test(domain, members_reaped_and_stale_segment_reclaimed)
