@@ -81,6 +81,15 @@ struct gc_txn {
 	struct gc_hent t_hents[GC_TXN_HANDLES];
 };
 
+/* t_inodes as a loop over the slots may use it: a peer may have written any
+ * value there since the lock's check (gc_domain_check). */
+static inline uint32_t gc_txn_inodes(const struct gc_txn *t)
+{
+	uint32_t n = __atomic_load_n(&t->t_inodes, __ATOMIC_RELAXED);
+
+	return n < GC_TXN_INODES ? n : GC_TXN_INODES;
+}
+
 /* A wait queue in the domain's memory: a futex word bumped on each wake, and
  * how many sleep on it, so a wake with nobody asleep costs no system call. */
 struct gc_wq {

@@ -52,7 +52,7 @@ void gc_peers_reap(struct gc_domain *d)
 		}
 		if (t->t_state != T_COMMITTING)
 			continue;
-		for (k = 0; k < t->t_inodes; k++) {
+		for (k = 0; k < gc_txn_inodes(t); k++) {
 			struct gc_islot *s = &t->t_islots[k];
 
 			if ((s->is_flags & (IS_CLAIMED | IS_DONE)) != IS_CLAIMED ||

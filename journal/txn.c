@@ -107,17 +107,17 @@ static struct gc_txn *txn_begin(struct gc_domain *d, uint64_t now,
 
 static int islot_get(struct gc_txn *t, uint64_t ino)
 {
-	uint32_t i;
+	uint32_t i, n = gc_txn_inodes(t);
 
-	for (i = 0; i < t->t_inodes; i++)
+	for (i = 0; i < n; i++)
 		if (t->t_islots[i].is_ino == ino)
 			return (int)i;
-	if (t->t_inodes == GC_TXN_INODES)
+	if (n == GC_TXN_INODES)
 		return GC_NONE;
 	memset(&t->t_islots[i], 0, sizeof(t->t_islots[i]));
 	t->t_islots[i].is_ino = ino;
 	t->t_islots[i].is_err = GC_ORPHAN; /* until a real call publishes one */
-	t->t_inodes++;
+	t->t_inodes = n + 1;
 	return (int)i;
 }
 
@@ -214,11 +214,11 @@ static void txn_detach(struct gc_domain *d, struct gc_txn *t)
  * Their slots are settled with GC_REJOIN and make no real call here. */
 static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 {
-	uint32_t i, kind[2] = { 0, 0 };
+	uint32_t i, n = gc_txn_inodes(t), kind[2] = { 0, 0 };
 	enum gc_defer back;
 	bool dirs;
 
-	for (i = 0; i < t->t_inodes; i++) {
+	for (i = 0; i < n; i++) {
 		const struct gc_islot *s = &t->t_islots[i];
 
 		if (s->is_handles && !(s->is_flags & IS_KEEP))
@@ -228,7 +228,7 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 	if (back == GC_DEFER_NONE)
 		return;
 	dirs = back == GC_DEFER_DIRS;
-	for (i = 0; i < t->t_inodes; i++) {
+	for (i = 0; i < n; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
 		if (!s->is_handles || (s->is_flags & IS_KEEP) || !(s->is_flags & IS_DIR) != !dirs)
@@ -244,7 +244,7 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reason why,
 		      uint64_t now)
 {
-	uint32_t i, live = 0, dirs = 0;
+	uint32_t i, n, live = 0, dirs = 0;
 
 	if (why == GC_CLOSE_COUNT || why == GC_CLOSE_TIMEOUT)
 		txn_defer(d, t);
@@ -253,7 +253,7 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 	/* @now was read before the lock: a closer that read it before the
 	 * transaction's first joiner did must not close it before it began */
 	t->t_close_ns = now > t->t_start_ns ? now : t->t_start_ns;
-	for (i = 0; i < t->t_inodes; i++) {
+	for (i = 0, n = gc_txn_inodes(t); i < n; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
 		if (s->is_flags & IS_DONE)

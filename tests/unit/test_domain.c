@@ -271,6 +271,31 @@ Test(domain, committing_index_spoiled_after_the_check)
 	cr_expect_eq(WEXITSTATUS(ws), 0, "the request failed (%d)", WEXITSTATUS(ws));
 }
 
+/* A peer writes a transaction's inode count far out of range after the
+ * lock's check: a join reads it bounded, finds the slots full and is
+ * refused (the request then makes its own real call) instead of walking
+ * and writing past the slots. */
+Test(domain, inode_count_spoiled_after_the_check)
+{
+	struct gc_domain *d = gc_domain_private(dev);
+	struct gc_handle a = { .h_fd = -1, .h_own = INT_MIN, .h_dom = d, .h_tid = 11,
+			       .h_pid = 12 };
+	struct gc_handle b = a;
+
+	cr_assert_not_null(d);
+	gc_config_defaults(&gc_cfg);
+	gc_cfg.c_policy.pc_kind = GC_POL_FIXED;
+	cr_assert(gc_domain_lock(d));
+	cr_assert(gc_handle_join(&a, 1001, false, false, false, gc_now_ns()));
+	a.h_txn->t_inodes = 0x7fffffff;
+	b.h_tid = 13;
+	cr_expect_not(gc_handle_join(&b, 1002, false, false, false, gc_now_ns()),
+		      "a join past a spoiled inode count");
+	cr_expect_eq(a.h_txn->t_inodes, 0x7fffffff, "nothing written past the slots");
+	gc_domain_unlock(d);
+	munmap(d, sizeof(*d));
+}
+
 Test(domain, members_reaped_and_stale_segment_reclaimed)
 {
 	const char *why = NULL;
