@@ -433,22 +433,23 @@ Test(durable, spool_directory_fsyncs_are_shared)
 /* stepoff (THREADS threads, one a step ahead after WARM rounds) under the
  * adaptive policy, every request checked by the spies: returns the real
  * fsyncs of the directory and the requests handed back. */
-enum { SO_THREADS = 6, SO_WARM = 3, SO_ROUNDS = 60 };
+#define SO_THREADS 6
+#define SO_WARM 3
+#define SO_ROUNDS 60
+#define SO_STR_(x) #x
+#define SO_STR(x) SO_STR_(x)
 static void stepoff_case(const char *dir_delay, size_t *real, long *deferred)
 {
 	const char *env[] = { "LIBGC_POLICY=adaptive", "LIBGC_PROBE=0", "LIBGC_REPORT=kv",
 			      "SPY_DELAY_US=2000", dir_delay, NULL };
-	char nt[8], nw[8], nr[8];
-	const char *argv[] = { e2e_prog("stepoff"), e2e_dir(), nt, nw, nr, NULL };
+	const char *argv[] = { e2e_prog("stepoff"), e2e_dir(), SO_STR(SO_THREADS),
+			       SO_STR(SO_WARM), SO_STR(SO_ROUNDS), NULL };
 	struct spy_summary s;
 	struct spy_log log;
 	struct e2e_run r;
 	struct stat st;
 	size_t req;
 
-	snprintf(nt, sizeof(nt), "%d", SO_THREADS);
-	snprintf(nw, sizeof(nw), "%d", SO_WARM);
-	snprintf(nr, sizeof(nr), "%d", SO_ROUNDS);
 	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, "stepoff");
 	e2e_expect_ok(&r, "stepoff");
 	cr_expect_eq(e2e_out_long(r.out, "ok"), 2 * SO_THREADS * (SO_WARM + SO_ROUNDS) + 1, "%s",
