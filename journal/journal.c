@@ -275,7 +275,7 @@ int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 
 int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
-	struct gc_handle h = { .h_fd = fd, .h_own = INT_MIN };
+	struct gc_handle h;
 	struct gc_domain *d;
 	struct stat st;
 	uint64_t now, start;

@@ -231,7 +231,9 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 	for (i = 0; i < n; i++) {
 		struct gc_islot *s = &t->t_islots[i];
 
-		if (!s->is_handles || (s->is_flags & IS_KEEP) || !(s->is_flags & IS_DIR) != !dirs)
+		bool dir = s->is_flags & IS_DIR;
+
+		if (!s->is_handles || (s->is_flags & IS_KEEP) || dir != dirs)
 			continue;
 		s->is_flags |= IS_DONE;
 		s->is_err = GC_REJOIN;

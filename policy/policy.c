@@ -450,21 +450,16 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 	}
 }
 
-/* Threads that each sync a file and then its directory (SQLite's rollback
- * journal, spools) share commits in step: all the files, then all the
- * directories. A thread one step off joins every commit with the other
- * kind, and the count rule keeps it there: the directories' commit, which
- * costs next to nothing once the files' commit is done, waits for that
- * thread's file, and every step costs a whole commit. Handing the fewer
- * kind back to the next transaction puts those threads in step with the
- * others; of two halves, either may be the one a step ahead, so a tie hands
- * back each kind in turn. Only once the directories' own commits were
- * timed, and while they are cheap (under a quarter of a commit): where they
- * commit real work (a spool's renames), commits in step cost more than
- * mixed ones (8 mail deliverers: 5.2 ms against 3.8 ms a commit), and one
- * hand-back would put them in step for good. And one in GC_DEFER_EVERY
- * transactions at most, so a thread that syncs the other kind all the time
- * waits one extra commit that often, no more. */
+/* Threads that sync a file and then its directory (SQLite's rollback
+ * journal) share commits in step, and the directories' commit then costs
+ * next to nothing. A thread a step off makes every commit carry a file, and
+ * the count rule keeps it off. Handing the fewer kind back puts it in step
+ * (on a tie either half may be the one ahead: each in turn). Only while
+ * directory-only commits were timed cheap (under a quarter of a commit): a
+ * spool's, which commit its renames, are not, and in step costs it more
+ * (5.2 ms a commit against 3.8 ms mixed). At most one transaction in
+ * GC_DEFER_EVERY, which bounds what a thread that always syncs the other
+ * kind pays. */
 enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			      uint64_t seq, uint32_t files, uint32_t dirs)
 {
