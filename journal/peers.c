@@ -32,7 +32,7 @@ void gc_peers_reap(struct gc_domain *d)
 {
 	bool changed = false;
 	int i, e;
-	uint32_t k;
+	uint32_t k, n;
 
 	for (i = 0; i < GC_TXN_RING; i++) {
 		struct gc_txn *t = &d->j_txns[i];
@@ -52,7 +52,7 @@ void gc_peers_reap(struct gc_domain *d)
 		}
 		if (t->t_state != T_COMMITTING)
 			continue;
-		for (k = 0; k < gc_txn_inodes(t); k++) {
+		for (k = 0, n = gc_txn_inodes(t); k < n; k++) {
 			struct gc_islot *s = &t->t_islots[k];
 
 			if ((s->is_flags & (IS_CLAIMED | IS_DONE)) != IS_CLAIMED ||

@@ -230,7 +230,6 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 	dirs = back == GC_DEFER_DIRS;
 	for (i = 0; i < n; i++) {
 		struct gc_islot *s = &t->t_islots[i];
-
 		bool dir = s->is_flags & IS_DIR;
 
 		if (!s->is_handles || (s->is_flags & IS_KEEP) || dir != dirs)
