@@ -107,16 +107,19 @@ if [ $rc -ne 0 ] || [ -z "$LOOP" ]; then
 fi
 
 # ---- 5: FLUSH p50 on the loop device is the 4 ms flush ----
+# At least the flush the daemon sleeps; the slack above it is the daemon's
+# wake-up on a loaded machine (7.2 ms seen with both cores busy), while a
+# wrong class or unit would read 50 us or 40 ms.
 "$STORM" -t 4 -D "$M" -d 3 -q >/dev/null &
 sp=$!
 sleep 2.2
 p50=$(field "$LOOP" flush "$ST" p50_ns)
 wc=$(field "$LOOP" flush "$ST" wcount)
 wait $sp
-if [ -n "$p50" ] && [ "$p50" -ge 3000000 ] && [ "$p50" -le 6000000 ] && [ "${wc:-0}" -gt 20 ]; then
-	ok "slow disk $LOOP: FLUSH p50 $((p50 / 1000)) us over $wc flushes in the window (3-6 ms)"
+if [ -n "$p50" ] && [ "$p50" -ge 3000000 ] && [ "$p50" -le 12000000 ] && [ "${wc:-0}" -gt 20 ]; then
+	ok "slow disk $LOOP: FLUSH p50 $((p50 / 1000)) us over $wc flushes in the window (3-12 ms)"
 else
-	not_ok "slow disk $LOOP: FLUSH p50 in 3-6 ms" "p50_ns=$p50 window_count=$wc" \
+	not_ok "slow disk $LOOP: FLUSH p50 in 3-12 ms" "p50_ns=$p50 window_count=$wc" \
 		"$("$CAT" "$ST" | grep "disk=$LOOP ")"
 fi
 
@@ -186,9 +189,9 @@ js=$("$GCD" --once --json --raw-tp 2>&1)
 rc=$?
 wait $sp
 if [ $rc -eq 0 ] && jq -e --arg d "$LOOP" '.tp_btf == false and
-	([.disks[] | select(.name == $d) | .ops.flush.p50_ns] | .[0] > 3000000 and .[0] < 6000000)' \
+	([.disks[] | select(.name == $d) | .ops.flush.p50_ns] | .[0] > 3000000 and .[0] < 12000000)' \
 	<<<"$js" >/dev/null 2>&1; then
-	ok "gcd --raw-tp: $LOOP FLUSH p50 in 3-6 ms through raw_tp"
+	ok "gcd --raw-tp: $LOOP FLUSH p50 in 3-12 ms through raw_tp"
 else
 	not_ok "gcd --raw-tp" "rc=$rc" "$js"
 fi
