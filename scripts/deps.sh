@@ -14,7 +14,7 @@ set -euo pipefail
 
 need=(build-essential pkg-config clang libcriterion-dev libfuse3-dev fuse3
       libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace tmux
-      git rsync sqlite3)
+      git rsync sqlite3 jq)
 case ${1:-} in
 '') ;;
 demo) need+=(fsmark) ;;
