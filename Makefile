@@ -45,6 +45,12 @@ LIB_SRCS   := $(CORE_SRCS) journal/journal.c \
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
 LIB        := $(B)/libgc.so
+# The file keeps the name users know; its soname is one that no other
+# library has, so that even a loader cache built over its directory could
+# never hand it out for Boehm GC's libgc.so.1 (nor Boehm's for it).
+SONAME     := libgc-commit.so
+VERSION    ?= 0.1
+$(B)/shim/init.o: CPPFLAGS += -DGC_VERSION='"$(VERSION)"'
 
 # ALL_BINS need a C toolchain only and are built by plain `make`; PKG_BINS
 # need Criterion or FUSE and are built only by the targets that run them.
@@ -64,8 +70,8 @@ $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 
 $(LIB): $(LIB_OBJS) $(B)/libgc.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) -shared -Wl,-z,defs -Wl,--version-script=$(B)/libgc.map \
-		-o $@ $(LIB_OBJS) $(UNW_LIBS) -ldl -lpthread
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--version-script=$(B)/libgc.map \
+		-Wl,-soname,$(SONAME) -o $@ $(LIB_OBJS) $(UNW_LIBS) -ldl -lpthread
 
 # Unit tests: Criterion suites linked against the objects, never preloaded.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -100,6 +106,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include bpf/rules.mk
 -include tools/rules.mk
 -include examples/recipes/rules.mk
+-include install.mk
 
 bins: $(ALL_BINS)
 test-bins: $(ALL_BINS) $(PKG_BINS)
@@ -136,21 +143,6 @@ tsan:
 	$(MAKE) B=build-tsan SAN='-fsanitize=thread' $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
 	TSAN_OPTIONS=halt_on_error=1 bash tests/run.sh $(addprefix build-tsan/,$(STRESS_SRCS:%.c=%))
 
-PREFIX ?= /usr/local
-MANDIR ?= $(PREFIX)/share/man
-# gcd, its unit and gcd(8) come with install-gcd when gcd can be built.
-install: $(LIB) $(B)/gcrun $(B)/gcstat
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgc.so
-	install -m 0755 $(B)/gcrun $(B)/gcstat $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 man/gcrun.1 man/gcstat.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 man/libgc.7 $(DESTDIR)$(MANDIR)/man7/
-install-gcd: install-gcd-man
-install-gcd-man:
-	install -d $(DESTDIR)$(MANDIR)/man8
-	install -m 0644 man/gcd.8 $(DESTDIR)$(MANDIR)/man8/
-
 clean:
 	rm -rf build build-asan build-tsan
 
@@ -171,12 +163,14 @@ help:
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'
 	@echo 'make tsan       the journal stress under ThreadSanitizer'
 	@echo 'make deps       install every package the targets use (scripts/deps.sh bench)'
-	@echo 'make install    libgc.so, gcrun, gcstat, man pages, and gcd with its unit when built'
-	@echo '                (PREFIX=/usr/local, DESTDIR, MANDIR=$$(PREFIX)/share/man)'
+	@echo 'make install    libgc.so (in $$(PKGLIBDIR), a directory of its own), gcrun, gcstat, man pages,'
+	@echo '                and gcd with its unit when built (PREFIX=/usr/local, DESTDIR; see install.mk)'
+	@echo 'make uninstall  remove what make install installed (the same variables)'
+	@echo 'make deb        Debian packages libgc-commit and libgc-commit-gcd into build/deb, and lintian'
 	@echo 'make vmlinux    regenerate bpf/vmlinux.h from this kernel'"'"'s BTF'
 	@echo 'make clean      remove build, build-asan and build-tsan'
 	@echo 'make help       this list'
 	@echo 'V=1             show the commands'
 
-.PHONY: all bins test-bins test demo asan tsan install install-gcd-man clean help deps
+.PHONY: all bins test-bins test demo asan tsan clean help deps
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

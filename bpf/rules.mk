@@ -38,7 +38,7 @@ $(GCD): bpf/gcd.c bpf/gcd_sweep.c $(B)/bpf/gcd.skel.h bpf/gcd.h bpf/gcd_pub.h bp
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -I$(B)/bpf $(CFLAGS) $(WARN) $(LIBBPF_CFLAGS) $(DEPFLAGS) \
-		-o $@ bpf/gcd.c bpf/gcd_sweep.c $(LIBBPF_LIBS)
+		$(LDFLAGS) -o $@ bpf/gcd.c bpf/gcd_sweep.c $(LIBBPF_LIBS)
 
 $(B)/tests/bpf/test_acct: tests/bpf/test_acct.c bpf/gcd_sweep.c $(B)/tests/bpf/acct_test.skel.h \
 		bpf/gcd.h bpf/gcd_sweep.h
@@ -63,16 +63,6 @@ vmlinux:
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h.tmp
 	$(Q)mv bpf/vmlinux.h.tmp bpf/vmlinux.h
 
-# make install also installs gcd and its unit, when gcd could be built
-install-gcd: $(GCD)
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 0755 $(GCD) $(DESTDIR)$(PREFIX)/sbin/gcd
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|' bpf/gcd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/gcd.service
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/gcd.service
-ifeq ($(GCD_DEPS_OK),1)
-install: install-gcd
-endif
-
-.PHONY: vmlinux install-gcd
+.PHONY: vmlinux
 .SECONDARY: $(B)/bpf/gcd.bpf.o $(B)/bpf/gcd.skel.h $(B)/tests/bpf/acct_test.bpf.o \
 	$(B)/tests/bpf/acct_test.skel.h

@@ -29,6 +29,14 @@ static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
 static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
 struct gc_config gc_cfg;
 
+#ifndef GC_VERSION
+#define GC_VERSION "0"
+#endif
+/* The one exported name that is not libc's: gcrun reads it from the file
+ * (never by loading it) to tell this library from another libgc.so, such
+ * as Boehm GC's, before it preloads anything. */
+GC_EXPORT const char libgc_group_commit[] = "libgc " GC_VERSION;
+
 static const char *env_get(const char *name, void *ctx)
 {
 	return getenv(name);

@@ -1,12 +1,17 @@
-/* gcrun: runs a command under libgc. Puts libgc.so (next to gcrun, else
- * the installed one) first in LD_PRELOAD, keeping what was there; maps its
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* gcrun: runs a command under libgc. Puts libgc.so (next to gcrun, else the
+ * installed one) first in LD_PRELOAD, keeping what was there; maps its
  * options to LIBGC_*; warns when the target cannot be interposed (static,
- * Go); then execs the command, so its exit status and a death by signal
- * reach the caller unchanged. */
+ * Go) and when LD_PRELOAD or /etc/ld.so.preload names a libgc.so that is
+ * another library (Boehm GC's); then execs the command, so its exit status
+ * and a death by signal reach the caller unchanged. --check says what would
+ * be loaded and from where, and runs nothing. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,13 +19,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "core/blkstats.h"
 
 #ifndef GC_VERSION
 #define GC_VERSION "0.1"
 #endif
-#ifndef GC_LIBDIR
-#define GC_LIBDIR "/usr/local/lib"
+#ifndef GC_PKGLIBDIR
+#define GC_PKGLIBDIR "/usr/local/lib/libgc-commit"
+#endif
+#ifndef GC_PKGLIBDIR_REL
+#define GC_PKGLIBDIR_REL "lib/libgc-commit"
 #endif
 #ifndef GC_SBINDIR
 #define GC_SBINDIR "/usr/local/sbin"
@@ -32,6 +43,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gcrun [options] [--] command [argument...]\n"
+		"       gcrun --check [options] [[--] command]\n"
 		"Runs command with libgc preloaded: its fsync, fdatasync and O_SYNC writes are\n"
 		"grouped into shared commits, never made less durable.\n"
 		"  --policy P        adaptive (default), none, fixed, jbd2, siblings  (LIBGC_POLICY)\n"
@@ -47,6 +59,10 @@ static void usage(FILE *f)
 		"                    and this user may (root)\n"
 		"  --disable         preload libgc but pass every call through      (LIBGC_DISABLE=1)\n"
 		"  --lib PATH        the libgc.so to preload\n"
+		"  --check           run nothing: say which libgc.so gcrun would preload, what\n"
+		"                    LD_PRELOAD and /etc/ld.so.preload name and which file the\n"
+		"                    loader maps for each (a libgc.so that is Boehm GC's is\n"
+		"                    flagged), and whether gcd publishes; exit 1 on a problem\n"
 		"  -q, --quiet       no warnings\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version\n"
@@ -97,6 +113,179 @@ static bool scope_ok(const char *v)
 	}
 }
 
+/* What gcrun learns from an ELF file without loading it (loading would run
+ * its constructors: Boehm GC's, or libgc's own inside gcrun). */
+struct elf_info {
+	int kind;		/* 0 dynamic, 1 static (no PT_INTERP), 2 Go, -1 not an ELF we read */
+	bool dso;		/* ET_DYN */
+	bool libgc;		/* defines libgc_group_commit: this library */
+	bool boehm;		/* defines GC_malloc and GC_init: Boehm-Demers-Weiser GC */
+	char version[48];	/* libgc_group_commit's text, "libgc 0.1" */
+	char soname[64];
+	char interp[256];	/* PT_INTERP */
+};
+
+#define ELF_MAX_TABLE (8u << 20) /* a larger symbol or string table is not read */
+
+static void *read_at(int fd, uint64_t off, uint64_t len)
+{
+	char *p;
+
+	if (len == 0 || len > ELF_MAX_TABLE)
+		return NULL;
+	p = malloc(len + 1);
+	if (!p)
+		return NULL;
+	if (pread(fd, p, len, (off_t)off) != (ssize_t)len) {
+		free(p);
+		return NULL;
+	}
+	p[len] = '\0';
+	return p;
+}
+
+/* A NUL-terminated name at @off of a string table of @len bytes, or "". */
+static const char *str_at(const char *tab, uint64_t len, uint64_t off)
+{
+	return tab && off < len && memchr(tab + off, '\0', len - off) ? tab + off : "";
+}
+
+/* The dynamic symbols and the soname: which library this is. */
+static void elf_dynamic(int fd, const Elf64_Shdr *sh, unsigned n, struct elf_info *in)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const Elf64_Shdr *s = &sh[i], *st;
+		char *tab, *strs;
+
+		if ((s->sh_type != SHT_DYNSYM && s->sh_type != SHT_DYNAMIC) || s->sh_link >= n)
+			continue;
+		st = &sh[s->sh_link];
+		tab = read_at(fd, s->sh_offset, s->sh_size);
+		strs = read_at(fd, st->sh_offset, st->sh_size);
+		if (tab && strs && s->sh_type == SHT_DYNSYM) {
+			const Elf64_Sym *sym = (const Elf64_Sym *)tab;
+			bool gc_malloc = false, gc_init = false;
+
+			for (uint64_t k = 0; k < s->sh_size / sizeof(*sym); k++) {
+				const char *name = str_at(strs, st->sh_size, sym[k].st_name);
+
+				if (sym[k].st_shndx == SHN_UNDEF)
+					continue;
+				if (!strcmp(name, "libgc_group_commit")) {
+					in->libgc = true;
+					/* its text, from the section that holds it */
+					for (unsigned j = 0; j < n; j++) {
+						uint64_t a = sh[j].sh_addr, v = sym[k].st_value;
+						uint64_t len = sym[k].st_size;
+
+						if (sh[j].sh_type != SHT_PROGBITS || v < a ||
+						    v >= a + sh[j].sh_size)
+							continue;
+						if (len >= sizeof(in->version))
+							len = sizeof(in->version) - 1;
+						if (pread(fd, in->version, len,
+							  (off_t)(sh[j].sh_offset + v - a)) <= 0)
+							in->version[0] = '\0';
+						in->version[sizeof(in->version) - 1] = '\0';
+						break;
+					}
+				}
+				gc_malloc |= !strcmp(name, "GC_malloc");
+				gc_init |= !strcmp(name, "GC_init");
+			}
+			in->boehm = gc_malloc && gc_init;
+		} else if (tab && strs) {
+			const Elf64_Dyn *d = (const Elf64_Dyn *)tab;
+
+			for (uint64_t k = 0; k < s->sh_size / sizeof(*d) && d[k].d_tag != DT_NULL; k++)
+				if (d[k].d_tag == DT_SONAME)
+					snprintf(in->soname, sizeof(in->soname), "%s",
+						 str_at(strs, st->sh_size, d[k].d_un.d_val));
+		}
+		free(tab);
+		free(strs);
+	}
+}
+
+/* Reads @file's headers into @in; false when it is not a 64-bit ELF file. */
+static bool elf_read(const char *file, struct elf_info *in)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	Elf64_Shdr *sh = NULL;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	memset(in, 0, sizeof(*in));
+	in->kind = -1;
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
+		close(fd);
+		return false;
+	}
+	in->kind = 1;
+	in->dso = eh.e_type == ET_DYN;
+	for (int i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+		    sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP) {
+			uint64_t len = ph.p_filesz < sizeof(in->interp) ? ph.p_filesz
+									: sizeof(in->interp) - 1;
+
+			in->kind = 0;
+			if (pread(fd, in->interp, len, (off_t)ph.p_offset) != (ssize_t)len)
+				in->interp[0] = '\0';
+			in->interp[sizeof(in->interp) - 1] = '\0';
+		}
+	}
+	if (eh.e_shentsize == sizeof(*sh) && eh.e_shnum > 0 && eh.e_shnum < 4096)
+		sh = read_at(fd, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(*sh));
+	if (sh && eh.e_shstrndx < eh.e_shnum) {
+		char *names = read_at(fd, sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
+
+		for (unsigned i = 0; names && i < eh.e_shnum; i++) {
+			const char *name = str_at(names, sh[eh.e_shstrndx].sh_size, sh[i].sh_name);
+
+			if (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".note.go.buildid"))
+				in->kind = 2;
+		}
+		free(names);
+		elf_dynamic(fd, sh, eh.e_shnum, in);
+	}
+	free(sh);
+	close(fd);
+	return true;
+}
+
+/* One line saying what the library at @path is. */
+static const char *describe(const char *path, const struct elf_info *in)
+{
+	static char buf[160];
+
+	if (in->libgc)
+		snprintf(buf, sizeof(buf), "libgc (%s)", in->version[0] ? in->version : "marker");
+	else if (in->boehm)
+		snprintf(buf, sizeof(buf), "NOT libgc: the Boehm-Demers-Weiser garbage collector%s%s%s",
+			 in->soname[0] ? " (" : "", in->soname, in->soname[0] ? ")" : "");
+	else if (in->kind < 0)
+		snprintf(buf, sizeof(buf), "not a 64-bit ELF library");
+	else
+		snprintf(buf, sizeof(buf), "another library%s%s%s (no libgc_group_commit symbol)",
+			 in->soname[0] ? " (" : "", in->soname, in->soname[0] ? ")" : "");
+	return buf;
+}
+
+static bool is_libgc(const char *path, struct elf_info *in)
+{
+	struct elf_info tmp;
+
+	if (!in)
+		in = &tmp;
+	return elf_read(path, in) && in->dso && in->libgc;
+}
+
 /* The directory gcrun runs from. */
 static bool self_dir(char *buf, size_t len)
 {
@@ -113,24 +302,33 @@ static bool self_dir(char *buf, size_t len)
 	return true;
 }
 
+/* The libgc.so to preload: --lib, else next to gcrun (the build tree), else
+ * where make install put it relative to gcrun, else the compiled-in place.
+ * A candidate that is not libgc (no marker) is passed over. */
 static const char *find_lib(const char *given)
 {
-	static char path[PATH_MAX + 32];
-	char dir[PATH_MAX];
+	static char path[PATH_MAX + 64];
+	char dir[PATH_MAX], cand[PATH_MAX + 64];
+	const char *cands[3];
+	int n = 0;
 
-	if (given)
-		return realpath(given, path) ? path : given;
-	if (self_dir(dir, sizeof(dir))) {
-		snprintf(path, sizeof(path), "%s/libgc.so", dir);
-		if (access(path, R_OK) == 0)
-			return path;
-		snprintf(path, sizeof(path), "%s/../lib/libgc.so", dir);
-		if (access(path, R_OK) == 0)
-			return realpath(path, dir) ? strcpy(path, dir) : path;
-	}
-	snprintf(path, sizeof(path), "%s/libgc.so", GC_LIBDIR);
-	if (access(path, R_OK) == 0)
+	if (given) {
+		if (!realpath(given, path))
+			snprintf(path, sizeof(path), "%s", given);
 		return path;
+	}
+	if (self_dir(dir, sizeof(dir))) {
+		snprintf(cand, sizeof(cand), "%s/libgc.so", dir);
+		cands[n++] = strdup(cand);
+		if (GC_PKGLIBDIR_REL[0] != '/') {
+			snprintf(cand, sizeof(cand), "%s/../%s/libgc.so", dir, GC_PKGLIBDIR_REL);
+			cands[n++] = strdup(cand);
+		}
+	}
+	cands[n++] = GC_PKGLIBDIR "/libgc.so";
+	for (int i = 0; i < n; i++)
+		if (cands[i] && is_libgc(cands[i], NULL) && realpath(cands[i], path))
+			return path;
 	return NULL;
 }
 
@@ -155,48 +353,252 @@ static const char *which(const char *cmd, char *buf, size_t len)
 	}
 }
 
-/* What the ELF file says: 0 dynamic, 1 static (no PT_INTERP), 2 Go
- * (.go.buildinfo or .note.go.buildid), -1 not an ELF we read (a script,
- * another class). */
-static int elf_kind(const char *file)
-{
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
-	Elf64_Shdr sh, strsh;
-	int fd = open(file, O_RDONLY | O_CLOEXEC), kind = 1, i;
-	char name[32];
+/* A name from LD_PRELOAD or /etc/ld.so.preload, and the file the loader
+ * would map for it. */
+struct preload {
+	char name[PATH_MAX];
+	char path[PATH_MAX];	/* "" when the loader would not find it */
+	const char *from;
+	struct elf_info in;
+};
 
-	if (fd < 0)
-		return -1;
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
-		close(fd);
-		return -1;
+#define MAX_PRELOADS 32
+
+/* Splits @list the way the loader does (spaces, colons; tabs and newlines
+ * too in /etc/ld.so.preload) and appends the names to @p. */
+static int split_preloads(const char *list, const char *from, struct preload *p, int n)
+{
+	const char *s = list;
+
+	while (s && *s && n < MAX_PRELOADS) {
+		size_t len = strcspn(s, " :\t\n");
+
+		if (len > 0 && len < sizeof(p[n].name)) {
+			memcpy(p[n].name, s, len);
+			p[n].name[len] = '\0';
+			p[n].path[0] = '\0';
+			p[n].from = from;
+			n++;
+		}
+		s += len;
+		s += strspn(s, " :\t\n");
 	}
-	for (i = 0; i < eh.e_phnum; i++) {
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
-		    sizeof(ph))
-			break;
-		if (ph.p_type == PT_INTERP)
-			kind = 0;
-	}
-	if (eh.e_shentsize == sizeof(sh) && eh.e_shstrndx < eh.e_shnum &&
-	    pread(fd, &strsh, sizeof(strsh),
-		  (off_t)(eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(sh))) == sizeof(strsh)) {
-		for (i = 0; i < eh.e_shnum && i < 4096; i++) {
-			if (pread(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + (uint64_t)i * sizeof(sh))) !=
-			    sizeof(sh))
+	return n;
+}
+
+static char *slurp_fd(int fd, size_t max)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap + 1), *nb;
+	ssize_t r;
+
+	while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap && cap < max) {
+			nb = realloc(buf, cap * 2 + 1);
+			if (!nb)
 				break;
-			memset(name, 0, sizeof(name));
-			if (sh.sh_name >= strsh.sh_size ||
-			    pread(fd, name, sizeof(name) - 1, (off_t)(strsh.sh_offset + sh.sh_name)) <= 0)
-				continue;
-			if (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".note.go.buildid"))
-				kind = 2;
+			buf = nb;
+			cap *= 2;
+		} else if (len == cap) {
+			break;
 		}
 	}
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+static char *slurp(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *s;
+
+	if (fd < 0)
+		return NULL;
+	s = slurp_fd(fd, 1 << 16);
 	close(fd);
-	return kind;
+	return s;
+}
+
+/* What the loader itself makes of bare names: `INTERP --list TARGET` with
+ * LD_PRELOAD set maps the objects it would load and prints where each came
+ * from, and runs no code of theirs. */
+static char *loader_list(const char *interp, const char *target, const char *pre)
+{
+	int pfd[2], st;
+	pid_t pid;
+	char *out;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return NULL;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(pfd[1], 1);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 2);
+		}
+		setenv("LD_PRELOAD", pre, 1);
+		execl(interp, interp, "--list", target, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		return NULL;
+	}
+	out = slurp_fd(pfd[0], 1 << 20);
+	close(pfd[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return out;
+}
+
+/* Fills in the file and the kind of each preload name. Names with a slash
+ * are files as they stand; bare ones are resolved by the loader, for
+ * @target (its RPATH counts) with the interpreter @interp. */
+static void resolve_preloads(struct preload *p, int n, const char *interp, const char *target)
+{
+	char bare[MAX_PRELOADS * 64] = "", *out = NULL;
+	size_t used = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (strchr(p[i].name, '/')) {
+			if (access(p[i].name, R_OK) == 0)
+				snprintf(p[i].path, sizeof(p[i].path), "%s", p[i].name);
+		} else if (used + strlen(p[i].name) + 2 < sizeof(bare)) {
+			used += (size_t)snprintf(bare + used, sizeof(bare) - used, "%s%s",
+						 used ? ":" : "", p[i].name);
+		}
+	}
+	if (used && interp[0])
+		out = loader_list(interp, target, bare);
+	for (int i = 0; i < n; i++) {
+		if (!strchr(p[i].name, '/') && out) {
+			char key[PATH_MAX + 8];
+			const char *at, *end;
+
+			snprintf(key, sizeof(key), "\t%.*s => ", (int)sizeof(key) - 8, p[i].name);
+			at = strstr(out, key);
+			if (at) {
+				at += strlen(key);
+				end = strstr(at, " (0x");
+				if (end && *at == '/' && (size_t)(end - at) < sizeof(p[i].path)) {
+					memcpy(p[i].path, at, (size_t)(end - at));
+					p[i].path[end - at] = '\0';
+				}
+			}
+		}
+		if (p[i].path[0])
+			elf_read(p[i].path, &p[i].in);
+	}
+	free(out);
+}
+
+/* A name someone may have meant for this library: libgc.so, libgc.so.1,
+ * libgc-commit.so, as given or as resolved. */
+static bool libgc_named(const struct preload *p)
+{
+	const char *names[] = { p->name, p->path };
+
+	for (int i = 0; i < 2; i++) {
+		const char *b = strrchr(names[i], '/');
+
+		b = b ? b + 1 : names[i];
+		if (!strncmp(b, "libgc.so", 8) || !strncmp(b, "libgc-commit", 12))
+			return true;
+	}
+	return false;
+}
+
+/* What a line of --check or a warning says about one preload. */
+static void preload_line(FILE *f, const char *lead, const struct preload *p)
+{
+	if (!p->path[0])
+		fprintf(f, "%s%s (%s): not found, the loader would ignore it\n", lead, p->name,
+			p->from);
+	else if (strcmp(p->name, p->path))
+		fprintf(f, "%s%s => %s (%s): %s\n", lead, p->name, p->path, p->from,
+			describe(p->path, &p->in));
+	else
+		fprintf(f, "%s%s (%s): %s\n", lead, p->path, p->from, describe(p->path, &p->in));
+}
+
+/* The observer's file, as the library would find it. */
+static void check_observer(void)
+{
+	const char *path = getenv("LIBGC_BLK_STATS");
+	struct gc_blk_stats h;
+	struct timespec now;
+	int fd;
+
+	if (!path || !*path)
+		path = GC_BLK_PATH;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		printf("observer:   %s: %s; the library times the device itself (gcd(8))\n", path,
+		       strerror(errno));
+		return;
+	}
+	if (pread(fd, &h, offsetof(struct gc_blk_stats, bs_disks), 0) !=
+		    (ssize_t)offsetof(struct gc_blk_stats, bs_disks) ||
+	    h.bs_magic != GC_BLK_MAGIC || h.bs_version != GC_BLK_VERSION) {
+		printf("observer:   %s: not gcd's file (magic or version); it would be ignored\n",
+		       path);
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		printf("observer:   %s: gcd pid %u, %u disk%s, last published %.1f s ago\n", path,
+		       h.bs_pid, h.bs_ndisks, h.bs_ndisks == 1 ? "" : "s",
+		       ((double)now.tv_sec * 1e9 + (double)now.tv_nsec -
+			(double)h.bs_heartbeat_ns) / 1e9);
+	}
+	close(fd);
+}
+
+/* gcrun --check: what would be loaded and from where, and nothing run. */
+static int check_report(const char *lib, const struct elf_info *libin, const char *cmdname,
+			const char *file, const struct elf_info *cmd, const struct preload *pl,
+			int npre, const struct preload *have, int wrong, const char *pre)
+{
+	int problems = wrong;
+
+	printf("libgc:      %s: %s\n", lib, describe(lib, libin));
+	if (!cmdname)
+		printf("command:    none given (names resolved as for gcrun itself)\n");
+	else if (!file)
+		printf("command:    %s: not found\n", cmdname), problems++;
+	else if (cmd->kind == 1)
+		printf("command:    %s: statically linked, libgc cannot interpose it\n", file), problems++;
+	else if (cmd->kind == 2)
+		printf("command:    %s: a Go program, libgc cannot see its calls\n", file), problems++;
+	else if (cmd->kind < 0)
+		printf("command:    %s: not an ELF program (a script?): its interpreter is what runs\n",
+		       file);
+	else
+		printf("command:    %s: dynamically linked (%s)\n", file, cmd->interp);
+	if (!npre)
+		printf("preloaded:  nothing (LD_PRELOAD unset, no /etc/ld.so.preload)\n");
+	for (int i = 0; i < npre; i++)
+		preload_line(stdout, i ? "            " : "preloaded:  ", &pl[i]);
+	if (have)
+		printf("without gcrun: libgc from %s (%s)\n", have->path, have->from);
+	else
+		printf("without gcrun: libgc is not loaded%s\n",
+		       wrong ? ": the libgc.so named above is another library" : "");
+	printf("with gcrun: LD_PRELOAD=%s\n", pre);
+	if (have && strcmp(have->path, lib))
+		printf("            (gcrun adds no second libgc: %s is already preloaded)\n",
+		       have->path);
+	check_observer();
+	if (wrong)
+		printf("problem:    a libgc.so that is not libgc is preloaded; name libgc by its full "
+		       "path, %s\n",
+		       lib);
+	printf("%s\n", problems ? "check: problems found" : "check: ok");
+	return problems ? 1 : 0;
 }
 
 /* Starts gcd --daemon unless its stats file is fresh or we may not. */
@@ -267,15 +669,19 @@ int main(int argc, char **argv)
 		{ "observe", no_argument, NULL, 'o' },
 		{ "disable", no_argument, NULL, 'D' },
 		{ "lib", required_argument, NULL, 'L' },
+		{ "check", no_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *lib_given = NULL, *lib, *old, *file;
-	char buf[PATH_MAX], *pre;
-	bool want_observe = false;
-	int c, kind;
+	const char *lib_given = NULL, *lib, *old, *file, *target, *interp = "";
+	static struct preload pl[MAX_PRELOADS];
+	struct preload *have = NULL;
+	struct elf_info libin, cmd, self;
+	char buf[PATH_MAX], *pre, *etc;
+	bool want_observe = false, check = false;
+	int c, i, npre, wrong = 0;
 
 	/* options end at the first word that is not one: gcrun's own never
 	 * get mixed with the command's */
@@ -318,6 +724,9 @@ int main(int argc, char **argv)
 		case 'L':
 			lib_given = optarg;
 			break;
+		case 'K':
+			check = true;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -332,19 +741,61 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (optind >= argc && !check) {
 		fprintf(stderr, "gcrun: no command given (gcrun --help)\n");
 		return 2;
 	}
 	lib = find_lib(lib_given);
-	if (!lib || access(lib, R_OK)) {
-		fprintf(stderr, "gcrun: cannot find libgc.so (next to gcrun, in %s, or --lib)\n",
-			GC_LIBDIR);
+	if (!lib) {
+		fprintf(stderr,
+			"gcrun: cannot find libgc.so (next to gcrun, in %s, or --lib): a libgc.so "
+			"elsewhere may be another library\n",
+			GC_PKGLIBDIR);
 		return 127;
 	}
+	if (!is_libgc(lib, &libin)) {
+		fprintf(stderr, "gcrun: %s: %s\n", lib, describe(lib, &libin));
+		return 127;
+	}
+
+	/* the command, and the loader that would map it */
+	file = optind < argc ? which(argv[optind], buf, sizeof(buf)) : NULL;
+	if (file)
+		elf_read(file, &cmd);
+	else
+		memset(&cmd, 0, sizeof(cmd)), cmd.kind = -1;
+	target = file && cmd.kind == 0 ? file : "/proc/self/exe";
+	if (file && cmd.kind == 0)
+		interp = cmd.interp;
+	else if (elf_read("/proc/self/exe", &self) && self.kind == 0)
+		interp = self.interp;
+
+	/* what is preloaded already: is libgc among it, and is a libgc.so
+	 * that is not libgc (Boehm GC's) */
 	old = getenv("LD_PRELOAD");
-	if (old && *old && strstr(old, lib)) {
-		pre = strdup(old);
+	npre = split_preloads(old, "LD_PRELOAD", pl, 0);
+	etc = slurp("/etc/ld.so.preload");
+	npre = split_preloads(etc, "/etc/ld.so.preload", pl, npre);
+	free(etc);
+	resolve_preloads(pl, npre, interp, target);
+	for (i = 0; i < npre; i++) {
+		if (pl[i].path[0] && pl[i].in.dso && pl[i].in.libgc) {
+			if (!have)
+				have = &pl[i];
+		} else if (libgc_named(&pl[i]) && pl[i].path[0]) {
+			wrong++;
+			if (!check && !quiet) {
+				fprintf(stderr, "gcrun: warning: ");
+				preload_line(stderr, "", &pl[i]);
+				fprintf(stderr,
+					"gcrun: warning: it is preloaded too, after libgc from %s; "
+					"name libgc by its full path (gcrun --check)\n",
+					have ? have->path : lib);
+			}
+		}
+	}
+	if (have) {
+		pre = strdup(old ? old : "");
 	} else if (old && *old) {
 		pre = malloc(strlen(lib) + strlen(old) + 2);
 		if (pre)
@@ -356,19 +807,21 @@ int main(int argc, char **argv)
 		perror("gcrun");
 		return 2;
 	}
-	file = which(argv[optind], buf, sizeof(buf));
+	if (check)
+		return check_report(lib, &libin, argc > optind ? argv[optind] : NULL, file, &cmd, pl,
+				    npre, have, wrong, pre);
 	if (file) {
-		kind = elf_kind(file);
-		if (kind == 1)
+		if (cmd.kind == 1)
 			warn("%s is statically linked: libgc cannot interpose its calls; it runs as without gcrun%s",
 			     file, "");
-		else if (kind == 2)
+		else if (cmd.kind == 2)
 			warn("%s is a Go program: it makes system calls without libc, so libgc cannot see them%s",
 			     file, "");
 	}
 	if (want_observe)
 		observe();
-	set("LD_PRELOAD", pre);
+	if (*pre)
+		set("LD_PRELOAD", pre);
 	execvp(argv[optind], argv + optind);
 	c = errno;
 	fprintf(stderr, "gcrun: %s: %s\n", argv[optind], strerror(c));

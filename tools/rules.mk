@@ -5,18 +5,19 @@ TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o $(B)/core/busguard.o
 $(B)/gcstat: tools/gcstat.c $(TOOLS_CORE)
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< $(TOOLS_CORE)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(TOOLS_CORE)
 
 ALL_BINS += $(B)/gcstat
 TEST_SUITES += tests/tools/gcstat.sh
 
-VERSION ?= 0.1
-PREFIX ?= /usr/local
-$(B)/gcrun: tools/gcrun.c
+# gcrun knows where make install (and the Debian package) put libgc.so:
+# install.mk's directories, rebuilt when they change ($(B)/build-vars).
+$(B)/gcrun: tools/gcrun.c $(B)/build-vars
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -DGC_VERSION='"$(VERSION)"' \
-		-DGC_LIBDIR='"$(PREFIX)/lib"' -DGC_SBINDIR='"$(PREFIX)/sbin"' -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) $(LDFLAGS) -DGC_VERSION='"$(VERSION)"' \
+		-DGC_PKGLIBDIR='"$(PKGLIBDIR)"' -DGC_PKGLIBDIR_REL='"$(PKGLIBDIR_REL)"' \
+		-DGC_SBINDIR='"$(SBINDIR)"' -o $@ $<
 
 ALL_BINS += $(B)/gcrun
 TEST_SUITES += tests/tools/gcrun.sh

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # gcrun: help and version, LD_PRELOAD prepended and kept, options mapped to
 # LIBGC_*, the report of a workload run through it, warnings for static and
-# Go programs, exit status and death by signal passed through.
+# Go programs, exit status and death by signal passed through; a libgc.so
+# that is another library (a stand-in for Boehm GC's) refused, warned about,
+# and flagged by --check.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 B=${B:-build}
 GCRUN=$PWD/$B/gcrun
 LIB=$PWD/$B/libgc.so
 n=0
-echo "1..11"
+echo "1..16"
 tmp=$(mktemp -d /var/tmp/gcrun-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -64,3 +66,42 @@ fi
 
 err=$($GCRUN -- true 2>&1)
 [ -z "$err" ] && ok "a dynamic program: no warning" || not_ok "no warning" "$err"
+
+# A stand-in for Boehm GC's libgc.so: the names it exports, not libgc's marker.
+boehm=
+if printf 'void *GC_malloc(unsigned long n){return 0;}\nvoid GC_init(void){}\n' >"$tmp/b.c" &&
+	mkdir -p "$tmp/boehm" && cc -shared -fPIC -Wl,-soname,libgc.so.1 -o "$tmp/boehm/libgc.so" "$tmp/b.c"; then
+	boehm=$tmp/boehm
+fi
+if [ -n "$boehm" ]; then
+	err=$($GCRUN --lib "$boehm/libgc.so" -- true 2>&1); rc=$?
+	[ $rc = 127 ] && grep -q "NOT libgc: the Boehm-Demers-Weiser garbage collector (libgc.so.1)" <<<"$err" &&
+		ok "--lib naming Boehm GC's libgc.so is refused (exit 127)" || not_ok "--lib Boehm" "rc=$rc $err"
+
+	out=$(LD_LIBRARY_PATH=$boehm LD_PRELOAD=libgc.so $GCRUN -- sh -c 'echo "$LD_PRELOAD"' 2>"$tmp/err"); err=$(cat "$tmp/err")
+	[ "$out" = "$LIB:libgc.so" ] && grep -q "libgc.so => $boehm/libgc.so (LD_PRELOAD): NOT libgc" <<<"$err" &&
+		ok "LD_PRELOAD=libgc.so that the loader resolves to Boehm GC: warned, libgc put first" ||
+		not_ok "Boehm in LD_PRELOAD" "out=$out" "$err"
+
+	out=$(LD_LIBRARY_PATH=$boehm LD_PRELOAD=libgc.so $GCRUN --check -- true); rc=$?
+	[ $rc = 1 ] && grep -q "^libgc:      $LIB: libgc (libgc " <<<"$out" &&
+		grep -q "^preloaded:  libgc.so => $boehm/libgc.so (LD_PRELOAD): NOT libgc" <<<"$out" &&
+		grep -q "^without gcrun: libgc is not loaded" <<<"$out" &&
+		ok "--check names the Boehm libgc.so and where the loader found it (exit 1)" ||
+		not_ok "--check with Boehm" "rc=$rc" "$out"
+else
+	for t in "--lib Boehm refused" "Boehm in LD_PRELOAD warned" "--check flags Boehm"; do
+		ok "$t # SKIP cannot build a shared library"
+	done
+fi
+
+out=$($GCRUN --check -- true); rc=$?
+[ $rc = 0 ] && grep -q "^with gcrun: LD_PRELOAD=$LIB\$" <<<"$out" && grep -q "^check: ok" <<<"$out" &&
+	ok "--check with nothing preloaded: ok (exit 0), and says what gcrun would set" ||
+	not_ok "--check plain" "rc=$rc" "$out"
+
+# A copy of libgc already preloaded: gcrun adds no second one
+mkdir -p "$tmp/copy" && cp "$LIB" "$tmp/copy/libgc.so"
+out=$(LD_PRELOAD=$tmp/copy/libgc.so $GCRUN -- sh -c 'echo "$LD_PRELOAD"' 2>&1)
+[ "$out" = "$tmp/copy/libgc.so" ] && ok "a libgc already in LD_PRELOAD (another copy): no second one added" ||
+	not_ok "no second libgc" "got: $out"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The manual: a page for every tool, every LIBGC_* variable the code reads
 # documented in libgc(7), the pages render without warnings, and
-# make install (DESTDIR) installs the library, the tools and the pages.
+# make install (DESTDIR) installs the library (in a directory of its own),
+# the tools and the pages, and make uninstall removes them.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 B=${B:-build}
 n=0
-echo "1..5"
+echo "1..6"
 
 missing=
 for t in gcrun:1 gcstat:1 gcd:8 libgc:7; do
@@ -43,14 +44,23 @@ fi
 
 dest=$(mktemp -d /var/tmp/libgc-install.XXXXXX)
 out=$(make -s --no-print-directory install DESTDIR="$dest" PREFIX=/usr 2>&1)
-want="usr/lib/libgc.so usr/bin/gcrun usr/bin/gcstat usr/share/man/man1/gcrun.1 usr/share/man/man1/gcstat.1 usr/share/man/man7/libgc.7"
+ma=$(${CC:-cc} -print-multiarch 2>/dev/null)
+pkglib=usr/lib${ma:+/$ma}/libgc-commit
+want="$pkglib/libgc.so usr/bin/gcrun usr/bin/gcstat usr/share/man/man1/gcrun.1 usr/share/man/man1/gcstat.1 usr/share/man/man7/libgc.7"
 [ -x "$B/gcd" ] && want+=" usr/sbin/gcd usr/lib/systemd/system/gcd.service usr/share/man/man8/gcd.8"
 lack=
 for f in $want; do [ -e "$dest/$f" ] || lack+=" $f"; done
-if [ -z "$lack" ] && [ -x "$dest/usr/bin/gcrun" ] &&
-	out2=$("$dest/usr/bin/gcrun" -- sh -c 'echo "$LD_PRELOAD"') && [ "$out2" = "$dest/usr/lib/libgc.so" ]; then
-	ok "make install DESTDIR PREFIX=/usr: $(wc -w <<<"$want") files; the installed gcrun finds its libgc.so"
+# nothing in a directory the loader searches: a bare libgc.so never finds it
+stray=$(cd "$dest" && find . -name 'libgc*.so*' ! -path "./$pkglib/*")
+if [ -z "$lack" ] && [ -z "$stray" ] && [ -x "$dest/usr/bin/gcrun" ] &&
+	out2=$("$dest/usr/bin/gcrun" -- sh -c 'echo "$LD_PRELOAD"') && [ "$out2" = "$dest/$pkglib/libgc.so" ]; then
+	ok "make install DESTDIR PREFIX=/usr: $(wc -w <<<"$want") files, libgc.so only in $pkglib; the installed gcrun finds it"
 else
-	not_ok "make install" "$out" "missing:$lack" "gcrun gave: ${out2:-}" "$(cd "$dest" && find . -type f)"
+	not_ok "make install" "$out" "missing:$lack" "outside $pkglib: $stray" "gcrun gave: ${out2:-}" \
+		"$(cd "$dest" && find . -type f)"
 fi
+out=$(make -s --no-print-directory uninstall DESTDIR="$dest" PREFIX=/usr 2>&1)
+left=$(cd "$dest" && find . ! -type d)
+[ -z "$left" ] && ok "make uninstall DESTDIR PREFIX=/usr removes every file it installed" ||
+	not_ok "make uninstall" "$out" "left: $left"
 rm -rf "$dest"
