@@ -106,6 +106,7 @@ TEST_SUITES += $(STRESS_BINS)
 -include bpf/rules.mk
 -include tools/rules.mk
 -include examples/recipes/rules.mk
+-include tests/pkg/rules.mk
 -include install.mk
 
 bins: $(ALL_BINS)
@@ -167,6 +168,7 @@ help:
 	@echo '                and gcd with its unit when built (PREFIX=/usr/local, DESTDIR; see install.mk)'
 	@echo 'make uninstall  remove what make install installed (the same variables)'
 	@echo 'make deb        Debian packages libgc-commit and libgc-commit-gcd into build/deb, and lintian'
+	@echo 'make spdx       check every source file'"'"'s SPDX line (scripts/spdx.sh --add adds them)'
 	@echo 'make vmlinux    regenerate bpf/vmlinux.h from this kernel'"'"'s BTF'
 	@echo 'make clean      remove build, build-asan and build-tsan'
 	@echo 'make help       this list'

@@ -80,5 +80,9 @@ deb:
 	$(Q)bash scripts/deps.sh deb
 	$(Q)bash scripts/deb.sh $(B)/deb
 
+# Every source file's SPDX line (scripts/spdx.sh --add writes the missing)
+spdx:
+	$(Q)bash scripts/spdx.sh --check
+
 FORCE:
-.PHONY: install install-gcd install-bins uninstall deb FORCE
+.PHONY: install install-gcd install-bins uninstall deb spdx FORCE
