@@ -24,3 +24,5 @@ TEST_SUITES += tests/tools/gcrun.sh
 # every tool has a man page, every LIBGC_* the code reads is in libgc(7),
 # and make install puts them where they belong
 TEST_SUITES += tests/tools/man.sh
+# the docs: every variable, every link, the results index, the front door
+TEST_SUITES += tests/tools/docs.sh
