@@ -679,9 +679,10 @@ int main(int argc, char **argv)
 	static struct preload pl[MAX_PRELOADS];
 	struct preload *have = NULL;
 	struct elf_info libin, cmd, self;
-	char buf[PATH_MAX], *pre, *etc;
+	char buf[PATH_MAX], me[PATH_MAX], *pre, *etc;
 	bool want_observe = false, check = false;
 	int c, i, npre, wrong = 0;
+	ssize_t n;
 
 	/* options end at the first word that is not one: gcrun's own never
 	 * get mixed with the command's */
@@ -760,14 +761,18 @@ int main(int argc, char **argv)
 
 	/* the command, and the loader that would map it */
 	file = optind < argc ? which(argv[optind], buf, sizeof(buf)) : NULL;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.kind = -1;
 	if (file)
 		elf_read(file, &cmd);
-	else
-		memset(&cmd, 0, sizeof(cmd)), cmd.kind = -1;
-	target = file && cmd.kind == 0 ? file : "/proc/self/exe";
+	/* without a dynamic command, names resolve as for gcrun itself (by
+	 * its path: /proc/self/exe would name the loader once it runs) */
+	n = readlink("/proc/self/exe", me, sizeof(me) - 1);
+	me[n > 0 ? n : 0] = '\0';
+	target = file && cmd.kind == 0 ? file : me;
 	if (file && cmd.kind == 0)
 		interp = cmd.interp;
-	else if (elf_read("/proc/self/exe", &self) && self.kind == 0)
+	else if (elf_read(me, &self) && self.kind == 0)
 		interp = self.interp;
 
 	/* what is preloaded already: is libgc among it, and is a libgc.so

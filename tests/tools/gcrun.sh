@@ -84,11 +84,13 @@ if [ -n "$boehm" ]; then
 		not_ok "Boehm in LD_PRELOAD" "out=$out" "$err"
 
 	out=$(LD_LIBRARY_PATH=$boehm LD_PRELOAD=libgc.so $GCRUN --check -- true); rc=$?
+	out2=$(LD_LIBRARY_PATH=$boehm LD_PRELOAD=libgc.so $GCRUN --check); rc2=$?
 	[ $rc = 1 ] && grep -q "^libgc:      $LIB: libgc (libgc " <<<"$out" &&
 		grep -q "^preloaded:  libgc.so => $boehm/libgc.so (LD_PRELOAD): NOT libgc" <<<"$out" &&
 		grep -q "^without gcrun: libgc is not loaded" <<<"$out" &&
-		ok "--check names the Boehm libgc.so and where the loader found it (exit 1)" ||
-		not_ok "--check with Boehm" "rc=$rc" "$out"
+		[ $rc2 = 1 ] && grep -q "^preloaded:  libgc.so => $boehm/libgc.so (LD_PRELOAD): NOT libgc" <<<"$out2" &&
+		ok "--check, with a command or without, names the Boehm libgc.so and where the loader found it (exit 1)" ||
+		not_ok "--check with Boehm" "rc=$rc" "$out" "without a command: rc=$rc2" "$out2"
 else
 	for t in "--lib Boehm refused" "Boehm in LD_PRELOAD warned" "--check flags Boehm"; do
 		ok "$t # SKIP cannot build a shared library"
