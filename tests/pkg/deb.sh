@@ -93,7 +93,7 @@ st=$(dpkg-query -W -f='${Package}:${Status} ' libgc-dev $PKGS 2>&1)
 	ok "dpkg -i beside libgc-dev: $(dpkg-query -W -f='${Version}' libgc-dev) of Boehm GC and ours both installed" ||
 	not_ok "dpkg -i" "rc=$rc" "$out" "$st"
 
-# 4. gcd's unit is enabled on install (debian/README.Debian says why)
+# 4. gcd's unit is enabled on install (debian/libgc-commit-gcd.README.Debian and docs/observer.md say why)
 [ -L /etc/systemd/system/multi-user.target.wants/gcd.service ] && [ -e /lib/systemd/system/gcd.service ] &&
 	ok "gcd.service installed and enabled (multi-user.target.wants)" ||
 	not_ok "gcd.service enabled" "$(ls -l /etc/systemd/system/multi-user.target.wants/ 2>&1)"
