@@ -42,6 +42,12 @@
 	X(dirty_wait_ns)	/* ... their summed time */                        \
 	X(dirty_kept)		/* ... writeback errors those waits consumed, kept */ \
 	X(dirty_returned)	/* ... kept errors returned by fsync/fdatasync */  \
+	X(intent_logged)	/* requests acknowledged through the intent log */ \
+	X(intent_real)		/* requests in its scope served by a real call */  \
+	X(intent_records)	/* records it wrote */                             \
+	X(intent_bytes)		/* their bytes of file data */                     \
+	X(intent_retired)	/* RETIRE records (after a real call) */           \
+	X(intent_ckpts)		/* checkpoints that retired records */             \
 	X(pass_sync_file_range) X(pass_syncfs) X(pass_sync) X(pass_msync)
 
 struct gc_stats {

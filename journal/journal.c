@@ -22,6 +22,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "journal/domain.h"
+#include "journal/intent.h"
 #include "journal/txn.h"
 #include "policy/policy.h"
 
@@ -273,7 +274,7 @@ int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 	return gc_sync_direct(fd, datasync, origin);
 }
 
-int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
+int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
 	struct gc_handle h;
 	struct gc_domain *d;
@@ -372,4 +373,15 @@ int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 			r = e;
 	}
 	return gc_domain_held_result(d, begun, r);
+}
+
+int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
+{
+	if (__builtin_expect(gc_intent_on, 0)) {
+		int r = gc_intent_sync(fd, datasync, origin, begun);
+
+		if (r != GC_INTENT_PASS)
+			return r;
+	}
+	return gc_sync_grouped(fd, datasync, origin, begun);
 }

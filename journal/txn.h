@@ -45,6 +45,10 @@ extern struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 extern int gc_ndomains;
 extern pthread_mutex_t gc_domains_lock;
 
+/* journal.c: gc_sync without the intent log's step (the intent log calls
+ * it for the log inode and for its real path). */
+int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
+
 /* commit.c: real calls. Results are 0 or -errno. */
 int gc_commit_direct(int fd, bool datasync);
 int gc_commit_pending_error(int fd);

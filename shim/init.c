@@ -18,6 +18,7 @@
 #include "core/procstats.h"
 #include "core/sites.h"
 #include "core/stats.h"
+#include "journal/intent.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
@@ -53,12 +54,14 @@ static void env_warn(const char *line, void *ctx)
 static void atfork_prepare(void)
 {
 	gc_journal_atfork_prepare();
+	gc_intent_atfork_prepare();
 	gc_fd_fork_prepare();
 }
 
 static void atfork_parent(void)
 {
 	gc_fd_fork_parent();
+	gc_intent_atfork_parent();
 	gc_journal_atfork_parent();
 }
 
@@ -68,6 +71,7 @@ static void atfork_child(void)
 	gc_fd_fork_child();
 	gc_devstats_atfork_child();
 	gc_journal_atfork_child();
+	gc_intent_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */
 	gc_stats_reset();
 	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
@@ -90,6 +94,8 @@ static void do_init(void)
 	gc_ps_configure(gc_cfg.c_stats && !gc_disabled,
 			gc_cfg.c_stats_dir[0] ? gc_cfg.c_stats_dir : NULL);
 	gc_sites_configure(gc_cfg.c_sites && !gc_disabled, &gc_cfg);
+	if (!gc_disabled)
+		gc_intent_configure();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
 	       gc_policy_name(gc_cfg.c_policy.pc_kind),
@@ -123,6 +129,7 @@ __attribute__((destructor)) static void gc_destructor(void)
 	 * signal handler) */
 	if (gc_cfg.c_report[0])
 		gc_sites_name_pending();
+	gc_intent_exit();
 	gc_report_exit();
 	gc_journal_exit();
 }

@@ -1,0 +1,54 @@
+/* The intent log, library side (LIBGC_INTENT, DESIGN.md "Intent log"):
+ * small durable writes to files in scope are acknowledged once their bytes
+ * are in the log and one real fdatasync of the log covered them; a
+ * checkpoint makes the files durable later. With LIBGC_INTENT unset,
+ * gc_intent_on is 0 and every hook is one predictable branch. */
+#ifndef GC_INTENT_H
+#define GC_INTENT_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "journal/journal.h"
+
+extern int gc_intent_on; /* [set at start-up] LIBGC_INTENT is set */
+
+/* Start-up: reads LIBGC_INTENT* (one getenv when unset); opens nothing:
+ * the log is attached at the first request in scope. */
+void gc_intent_configure(void);
+
+/* gc_sync's first step: the request served through the log (0 or -errno),
+ * or GC_INTENT_PASS: the ordinary path serves it. */
+#define GC_INTENT_PASS 1
+int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
+
+/* The write family: before a write without an offset, its position; after
+ * any write of @n bytes at @off (-1: at the position, @pre before it;
+ * GC_INTENT_OFF_UNKNOWN: somewhere, e.g. splice), note the range. */
+#define GC_INTENT_OFF_UNKNOWN (-2)
+int64_t gc_intent_pos(int fd);
+void gc_intent_wrote(int fd, int64_t off, ssize_t n, int64_t pre);
+static inline ssize_t gc_intent_after(int fd, int64_t off, ssize_t n, int64_t pre)
+{
+	if (__builtin_expect(gc_intent_on, 0) && n > 0)
+		gc_intent_wrote(fd, off, n, pre);
+	return n;
+}
+static inline int64_t gc_intent_before(int fd)
+{
+	return __builtin_expect(gc_intent_on, 0) ? gc_intent_pos(fd) : -1;
+}
+
+/* Before a call that changes a file other than by writing its bytes
+ * (truncate, fallocate, rename, unlink, an O_TRUNC open, a writable shared
+ * mmap): a file with records is checkpointed first, and its next sync is
+ * a real call. @mapped: it is never logged again (stores not seen). */
+void gc_intent_meta_fd(int fd, bool mapped);
+void gc_intent_meta_path(int dirfd, const char *path, bool nofollow);
+
+void gc_intent_atfork_prepare(void);
+void gc_intent_atfork_parent(void);
+void gc_intent_atfork_child(void);
+/* Exit: a last checkpoint, then leave the log's members. */
+void gc_intent_exit(void);
+#endif
