@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ struct gi_file {
 	bool f_synced;		/* a real sync made its inode and name durable */
 	bool f_mapped;		/* writable shared mapping: never logged */
 	uint32_t f_lost;	/* [atomic] a write not seen exactly */
+	uint32_t f_inflight;	/* [atomic] writes between gc_intent_pos and _wrote */
 	bool f_append;		/* appends since f_base */
 	uint64_t f_base;	/* size at the last record or real sync */
 	int f_nr;
@@ -367,16 +369,25 @@ out_none:
 
 /* ---- the write family ---- */
 
-int64_t gc_intent_pos(int fd)
+#define TOK_POS_MASK ((1ULL << 48) - 1)
+
+uint64_t gc_intent_pos(int fd)
 {
 	int saved = errno;
+	int32_t fi;
 	long p;
 
-	if (fd < 0 || fd >= GI_FDS || !gi_fds[fd].e_file)
-		return -1; /* first write through it: the range is widened below */
+	if (fd < 0 || fd >= GI_FDS || !(fi = gi_fds[fd].e_file) || gc_depth || !gc_self())
+		return 0; /* first write through it: the range is widened below */
+	__atomic_fetch_add(&gi_files[fi - 1].f_inflight, 1, __ATOMIC_ACQ_REL);
 	p = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
 	errno = saved;
-	return p < 0 ? -1 : p;
+	return (uint64_t)fi << 48 | (p < 0 ? 0 : ((uint64_t)p + 1) & TOK_POS_MASK);
+}
+
+static bool ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
 static void range_add(struct gi_file *f, uint64_t lo, uint64_t hi)
@@ -409,13 +420,14 @@ static void range_add(struct gi_file *f, uint64_t lo, uint64_t hi)
 	f->f_r[best].hi = hi > f->f_r[best].hi ? hi : f->f_r[best].hi;
 }
 
-void gc_intent_wrote(int fd, int64_t off, ssize_t n, int64_t pre)
+void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
 {
+	int64_t pre = (tok & TOK_POS_MASK) ? (int64_t)(tok & TOK_POS_MASK) - 1 : -1;
 	int saved = errno, fl;
 	struct gi_file *f;
 	struct stat st;
 
-	if (!gc_self() || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (n <= 0 || !gc_self() || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		goto out;
 	if (gc_depth) {
 		/* nested, or a signal handler that may have interrupted a
@@ -453,11 +465,17 @@ void gc_intent_wrote(int fd, int64_t off, ssize_t n, int64_t pre)
 			range_add(f, (uint64_t)(pre < post - n ? pre : post - n),
 				  (uint64_t)(post > pre + n ? post : pre + n));
 	}
-	f->f_ctime = st.st_ctim;
-	f->f_size = (uint64_t)st.st_size;
+	/* the newest seen: notes of concurrent writes arrive in any order */
+	if (!f->f_seen || ts_after(&st.st_ctim, &f->f_ctime))
+		f->f_ctime = st.st_ctim;
+	if (!f->f_seen || (uint64_t)st.st_size > f->f_size)
+		f->f_size = (uint64_t)st.st_size;
+	f->f_seen = true;
 	pthread_mutex_unlock(&f->f_lock);
 	gc_depth--;
 out:
+	if (tok >> 48) /* a write in flight no more */
+		__atomic_fetch_sub(&gi_files[(tok >> 48) - 1].f_inflight, 1, __ATOMIC_ACQ_REL);
 	errno = saved;
 }
 
@@ -551,15 +569,16 @@ static bool alive(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U /* Linux 6.8: never reused in a boot */
+#endif
 static uint64_t mount_id(int fd)
 {
-#ifdef STATX_MNT_ID_UNIQUE
 	struct statx sx;
 
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID_UNIQUE, &sx) == 0 &&
 	    (sx.stx_mask & STATX_MNT_ID_UNIQUE))
 		return sx.stx_mnt_id;
-#endif
 	return 0;
 }
 
@@ -1038,10 +1057,21 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 		log_unlock();
 		return 1;
 	}
+	/* a write of ours between its real call and its note would look
+	 * like another writer's change: let those finish (they take no lock
+	 * of the log's) */
+	for (i = 0; i < 5000 && __atomic_load_n(&f->f_inflight, __ATOMIC_ACQUIRE); i++)
+		sched_yield();
 	pthread_mutex_lock(&f->f_lock);
 	/* read under the lock: the content of any lower seq was read earlier */
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != f->f_ino || __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) ||
-	    !f->f_seen || !same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size) {
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != f->f_ino ||
+	    __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) || !f->f_seen ||
+	    !same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size) {
+		/* changed by a write libgc did not see exactly (or at all) */
+		gc_log(GC_LOG_DEBUG, "intent: %s: real call (lost=%u seen=%d ctime %s size %s)",
+		       f->f_path, f->f_lost, f->f_seen,
+		       same_time(&st.st_ctim, &f->f_ctime) ? "same" : "changed",
+		       (uint64_t)st.st_size == f->f_size ? "same" : "changed");
 		r = 1;
 		goto out;
 	}

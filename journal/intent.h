@@ -22,21 +22,23 @@ void gc_intent_configure(void);
 #define GC_INTENT_PASS 1
 int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
 
-/* The write family: before a write without an offset, its position; after
- * any write of @n bytes at @off (-1: at the position, @pre before it;
- * GC_INTENT_OFF_UNKNOWN: somewhere, e.g. splice), note the range. */
+/* The write family: before any write, a token (0: not a file of ours;
+ * else it counts as a write in flight, and holds the position for a write
+ * without an offset); after it returned @n at @off (-1: at the position;
+ * GC_INTENT_OFF_UNKNOWN: somewhere, e.g. splice), the range is noted and
+ * the token given back. */
 #define GC_INTENT_OFF_UNKNOWN (-2)
-int64_t gc_intent_pos(int fd);
-void gc_intent_wrote(int fd, int64_t off, ssize_t n, int64_t pre);
-static inline ssize_t gc_intent_after(int fd, int64_t off, ssize_t n, int64_t pre)
+uint64_t gc_intent_pos(int fd);
+void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok);
+static inline ssize_t gc_intent_after(int fd, int64_t off, ssize_t n, uint64_t tok)
 {
-	if (__builtin_expect(gc_intent_on, 0) && n > 0)
-		gc_intent_wrote(fd, off, n, pre);
+	if (__builtin_expect(gc_intent_on, 0) && (n > 0 || tok))
+		gc_intent_wrote(fd, off, n, tok);
 	return n;
 }
-static inline int64_t gc_intent_before(int fd)
+static inline uint64_t gc_intent_before(int fd)
 {
-	return __builtin_expect(gc_intent_on, 0) ? gc_intent_pos(fd) : -1;
+	return __builtin_expect(gc_intent_on, 0) ? gc_intent_pos(fd) : 0;
 }
 
 /* Before a call that changes a file other than by writing its bytes

@@ -18,6 +18,7 @@
 #include "core/fdtable.h"
 #include "core/sites.h"
 #include "core/stats.h"
+#include "journal/intent.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
@@ -230,68 +231,74 @@ static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *s
 
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	uint64_t token;
+	uint64_t token, pre;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_write, fd, buf, len);
 	GC_COUNT(write);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_real.write(fd, buf, len), token), token);
+	pre = gc_intent_before(fd);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.write(fd, buf, len), pre), token), token);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-	uint64_t token;
+	uint64_t token, itok;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwrite(fd, buf, len, off), token), token);
+	itok = gc_intent_before(fd);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite(fd, buf, len, off), itok), token), token);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 {
-	uint64_t token;
+	uint64_t token, itok;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwrite64, fd, buf, len, off);
 	GC_COUNT(pwrite64);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwrite64(fd, buf, len, off), token), token);
+	itok = gc_intent_before(fd);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite64(fd, buf, len, off), itok), token), token);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	uint64_t token;
+	uint64_t token, pre;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_writev, fd, iov, cnt);
 	GC_COUNT(writev);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_real.writev(fd, iov, cnt), token), token);
+	pre = gc_intent_before(fd);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.writev(fd, iov, cnt), pre), token), token);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	uint64_t token;
+	uint64_t token, itok;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwritev(fd, iov, cnt, off), token), token);
+	itok = gc_intent_before(fd);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev(fd, iov, cnt, off), itok), token), token);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
-	uint64_t token;
+	uint64_t token, itok;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_pwritev, fd, iov, cnt, off, 0);
 	GC_COUNT(pwritev64);
 	token = gc_fd_token(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_real.pwritev64(fd, iov, cnt, off), token), token);
+	itok = gc_intent_before(fd);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev64(fd, iov, cnt, off), itok), token), token);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -314,23 +321,26 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	struct stat st;
 	ssize_t n;
 
+	int64_t pos = (flags & RWF_APPEND_) || off < 0 ? -1 : off;
+	uint64_t pre = gc_intent_before(fd);
+
 	if (!real)
 		real = raw_pwritev2;
 	if (likely(!want))
-		return dirty_after(fd, (flags & RWF_APPEND_) || off < 0 ? -1 : off,
-				   real(fd, iov, cnt, off, flags), token);
+		return dirty_after(fd, pos, gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre),
+				   token);
 	if (gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
-		return real(fd, iov, cnt, off, flags);
+		return gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre);
 	if (!conv) {
 		int saved = errno;
 
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			errno = saved;
-			return real(fd, iov, cnt, off, flags);
+			return gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre);
 		}
 		errno = saved;
 	}
-	n = real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC));
+	n = gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC)), pre);
 	if (n <= 0)
 		return n;
 	if (!conv) /* RWF_*SYNC on a regular file we do not track */
@@ -366,7 +376,7 @@ GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 	if (unlikely(!gc_init()))
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile);
-	return gc_sync_after_write(out_fd, gc_real.sendfile(out_fd, in_fd, off, count),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile(out_fd, in_fd, off, count), 0),
 				   gc_fd_token(out_fd));
 }
 
@@ -375,7 +385,7 @@ GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 	if (unlikely(!gc_init()))
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile64);
-	return gc_sync_after_write(out_fd, gc_real.sendfile64(out_fd, in_fd, off, count),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile64(out_fd, in_fd, off, count), 0),
 				   gc_fd_token(out_fd));
 }
 
@@ -385,8 +395,7 @@ GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_of
 	if (unlikely(!gc_init()))
 		return syscall(SYS_splice, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(splice);
-	return gc_sync_after_write(out_fd,
-				   gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags), 0),
 				   gc_fd_token(out_fd));
 }
 
@@ -397,7 +406,9 @@ GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 		return syscall(SYS_copy_file_range, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(copy_file_range);
 	return gc_sync_after_write(out_fd,
-				   gc_real.copy_file_range(in_fd, in_off, out_fd, out_off, len,
-							   flags),
+				   gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN,
+						   gc_real.copy_file_range(in_fd, in_off, out_fd,
+									   out_off, len, flags),
+						   0),
 				   gc_fd_token(out_fd));
 }

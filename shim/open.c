@@ -17,6 +17,7 @@
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "journal/intent.h"
 #include "shim/shim.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -312,6 +313,10 @@ static int open_common(enum open_variant v, int dirfd, const char *path, int fla
 		       mode_t mode)
 {
 	int saved = errno, r;
+
+	/* an O_TRUNC open of a file with intent records checkpoints it first */
+	if (unlikely(gc_intent_on) && (flags & O_TRUNC) && !gc_disabled)
+		gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW);
 
 	/* Not in a child made without atfork (vfork, clone): the table and
 	 * counters may be its parent's. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/blkstats.h"
+#include "tools/gcrun_intent.h"
 
 #ifndef GC_VERSION
 #define GC_VERSION "0.1"
@@ -63,6 +64,11 @@ static void usage(FILE *f)
 		"                    LD_PRELOAD and /etc/ld.so.preload name and which file the\n"
 		"                    loader maps for each (a libgc.so that is Boehm GC's is\n"
 		"                    flagged), and whether gcd publishes; exit 1 on a problem\n"
+		"  --intent DIRS     acknowledge small syncs of files under DIRS (':'-joined)\n"
+		"                    through an intent log                      (LIBGC_INTENT)\n"
+		"  --intent-log PATH the log (default: DIR/.libgc-intent)        (LIBGC_INTENT_LOG)\n"
+		"  --intent-init PATH [--size SIZE]  create a zero-filled log (default 64m); exit\n"
+		"  --recover PATH    replay the log's records into their files, mark it clean; exit\n"
 		"  -q, --quiet       no warnings\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version\n"
@@ -673,9 +679,15 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "intent", required_argument, NULL, 'I' },
+		{ "intent-log", required_argument, NULL, 'G' },
+		{ "intent-init", required_argument, NULL, 'N' },
+		{ "size", required_argument, NULL, 'Z' },
+		{ "recover", required_argument, NULL, 'Y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *lib_given = NULL, *lib, *old, *file, *target, *interp = "";
+	const char *intent_init = NULL, *intent_size = NULL, *recover = NULL;
 	static struct preload pl[MAX_PRELOADS];
 	struct preload *have = NULL;
 	struct elf_info libin, cmd, self;
@@ -728,6 +740,21 @@ int main(int argc, char **argv)
 		case 'K':
 			check = true;
 			break;
+		case 'I':
+			set("LIBGC_INTENT", optarg);
+			break;
+		case 'G':
+			set("LIBGC_INTENT_LOG", optarg);
+			break;
+		case 'N':
+			intent_init = optarg;
+			break;
+		case 'Z':
+			intent_size = optarg;
+			break;
+		case 'Y':
+			recover = optarg;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -742,6 +769,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (intent_init)
+		return gcrun_intent_init(intent_init, intent_size);
+	if (recover)
+		return gcrun_intent_recover(recover);
 	if (optind >= argc && !check) {
 		fprintf(stderr, "gcrun: no command given (gcrun --help)\n");
 		return 2;

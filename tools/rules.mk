@@ -12,12 +12,14 @@ TEST_SUITES += tests/tools/gcstat.sh
 
 # gcrun knows where make install (and the Debian package) put libgc.so:
 # install.mk's directories, rebuilt when they change ($(B)/build-vars).
-$(B)/gcrun: tools/gcrun.c $(B)/build-vars
+# The intent log's format and recovery, shared with the library and gcd.
+INTENT_OBJS := $(B)/journal/intent_fmt.o $(B)/journal/intent_log.o
+$(B)/gcrun: tools/gcrun.c tools/gcrun_intent.c $(INTENT_OBJS) $(B)/build-vars
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) $(LDFLAGS) -DGC_VERSION='"$(VERSION)"' \
 		-DGC_PKGLIBDIR='"$(PKGLIBDIR)"' -DGC_PKGLIBDIR_REL='"$(PKGLIBDIR_REL)"' \
-		-DGC_SBINDIR='"$(SBINDIR)"' -o $@ $<
+		-DGC_SBINDIR='"$(SBINDIR)"' -o $@ $< tools/gcrun_intent.c $(INTENT_OBJS)
 
 ALL_BINS += $(B)/gcrun
 TEST_SUITES += tests/tools/gcrun.sh

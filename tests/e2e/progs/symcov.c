@@ -86,6 +86,27 @@ int main(int argc, char **argv)
 		CHECK(msync(map, 4096, MS_SYNC));
 		munmap(map, 4096);
 	}
+	map = mmap64(NULL, 4096, PROT_READ, MAP_SHARED, fd2, 0);
+	if (map != MAP_FAILED)
+		munmap(map, 4096);
+	CHECK(ftruncate64(fd2, 4096));
+	CHECK(fallocate(fd2, 0, 0, 4096));
+	CHECK(fallocate64(fd2, 0, 0, 4096));
+	snprintf(path, sizeof(path), "%s/meta1", dir);
+	CHECK(close((int)CHECK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644))));
+	CHECK(truncate(path, 10));
+	CHECK(truncate64(path, 20));
+	{
+		char p2[4200];
+
+		snprintf(p2, sizeof(p2), "%s/meta2", dir);
+		CHECK(rename(path, p2));
+		CHECK(renameat(dfd, "meta2", dfd, "meta1"));
+		CHECK(renameat2(dfd, "meta1", dfd, "meta2", 0));
+		CHECK(unlink(p2));
+		CHECK(close((int)CHECK(open(path, O_WRONLY | O_CREAT, 0644))));
+		CHECK(unlinkat(dfd, "meta1", 0));
+	}
 
 	/* The fortified open entry points (no O_CREAT: they abort on it). */
 	snprintf(path, sizeof(path), "%s/plain", dir);

@@ -1,0 +1,6 @@
+/* gcrun's intent-log actions (tools/gcrun_intent.c): exit statuses. */
+#ifndef GC_GCRUN_INTENT_H
+#define GC_GCRUN_INTENT_H
+int gcrun_intent_init(const char *path, const char *size);
+int gcrun_intent_recover(const char *path);
+#endif
