@@ -202,8 +202,61 @@ static void read_acks(const char *path)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: crashcheck -a ACKFILE [-c CUT_NS] [-f spool] [-v] DIR\n");
+	fprintf(stderr, "usage: crashcheck -a ACKFILE [-c CUT_NS] [-f spool] [-o shared|each] [-v] DIR\n");
 	exit(2);
+}
+
+/* -o: the overwrite load. Each slot must hold its last acknowledged record
+ * or a later one: anything else (an older record, torn or zero bytes) is a
+ * lost acknowledged write. Returns the slots checked; counts into *lost
+ * and *older (an older record found in place: replayed or left stale). */
+static unsigned long check_slots(const char *dir, bool shared, unsigned long *lost,
+				 unsigned long *older, bool verbose)
+{
+	unsigned long slots = 0;
+	unsigned char buf[REC_MAX];
+	char path[4096];
+	uint32_t w, j;
+
+	for (w = 0; w < MAX_WRITERS; w++) {
+		size_t a = wr[w].acked;
+		int fd;
+
+		if (!a)
+			continue;
+		if (shared)
+			snprintf(path, sizeof(path), "%s/crash.dat", dir);
+		else
+			snprintf(path, sizeof(path), "%s/crash.%u.dat", dir, w);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		for (j = 0; j < REC_SLOTS && j < a; j++) {
+			uint64_t want = (a - 1) - ((a - 1 + REC_SLOTS - j) % REC_SLOTS);
+			ssize_t n = fd < 0 ? -1 : pread(fd, buf, REC_MAX, (off_t)rec_slot_off(w, j, shared));
+			struct rec_hdr h;
+			bool ok = false;
+
+			slots++;
+			if (n > 0 && rec_check(buf, (size_t)n)) {
+				memcpy(&h, buf, sizeof(h));
+				ok = h.r_writer == w && h.r_seq >= want && h.r_seq % REC_SLOTS == j;
+				if (!ok && h.r_writer == w && h.r_seq < want)
+					(*older)++;
+			} else {
+				/* torn: only by the one write in flight, record a,
+				 * over its own slot (the program overwrote it) */
+				ok = j == a % REC_SLOTS;
+			}
+			if (!ok) {
+				(*lost)++;
+				if (verbose || *lost <= 5)
+					printf("lost writer=%u slot=%u want_seq>=%llu\n", w, j,
+					       (unsigned long long)want);
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return slots;
 }
 
 int main(int argc, char **argv)
@@ -217,8 +270,15 @@ int main(int argc, char **argv)
 	unsigned w;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:c:f:v")) != -1) {
+	int over = 0; /* 1 shared, 2 each */
+
+	while ((c = getopt(argc, argv, "a:c:f:o:v")) != -1) {
 		switch (c) {
+		case 'o':
+			over = !strcmp(optarg, "shared") ? 1 : !strcmp(optarg, "each") ? 2 : 0;
+			if (!over)
+				usage();
+			break;
 		case 'f':
 			if (strcmp(optarg, "spool"))
 				usage();
@@ -241,6 +301,18 @@ int main(int argc, char **argv)
 		usage();
 	rec_crc_init();
 	read_acks(acks);
+	if (over) {
+		unsigned long older = 0, slots;
+
+		slots = check_slots(argv[optind], over == 1, &lost, &older, verbose);
+		for (w = 0; w < MAX_WRITERS; w++)
+			acked += wr[w].acked;
+		printf("acked=%lu slots=%lu lost=%lu older_in_place=%lu bad_acks=%lu\n", acked,
+		       slots, lost, older, n_bad_ack);
+		if (n_bad_ack)
+			return 2;
+		return lost ? 1 : 0;
+	}
 
 	/* A directory that did not survive simply holds no records. */
 	d = spool ? NULL : opendir(argv[optind]);

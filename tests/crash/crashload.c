@@ -32,6 +32,7 @@ static struct {
 	bool shared;
 	bool spool;		/* one message file per record, tmp/ -> new/ */
 	bool use_pwrite;
+	bool overwrite;		/* -w overwrite: each record over an older one */
 	enum sync_mode sync;
 	uint64_t count;		/* records per writer, 0 = until stopped */
 	uint32_t max_len;
@@ -59,7 +60,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: crashload -d DIR (-t N | -p N) [-f shared|each|spool]\n"
-		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite]\n"
+		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite|overwrite]\n"
 		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD]\n");
 	exit(2);
 }
@@ -184,6 +185,11 @@ static void *writer(void *arg)
 			uint64_t off = opt.shared ?
 				__atomic_fetch_add(opt.next_off, len, __ATOMIC_RELAXED) :
 				own_off;
+
+			/* overwrite: record seq goes to its writer's slot seq % REC_SLOTS,
+			 * in place of the one REC_SLOTS before it */
+			if (opt.overwrite)
+				off = rec_slot_off(w, seq, opt.shared);
 
 			own_off += len;
 			n = pwrite(fd, buf, len, (off_t)off);
@@ -370,6 +376,8 @@ int main(int argc, char **argv)
 		case 'w':
 			if (!strcmp(optarg, "pwrite"))
 				opt.use_pwrite = true;
+			else if (!strcmp(optarg, "overwrite"))
+				opt.use_pwrite = opt.overwrite = true;
 			else if (strcmp(optarg, "append"))
 				usage();
 			break;

@@ -141,4 +141,12 @@ static inline uint32_t rec_check(const unsigned char *p, size_t avail)
 	return h.r_len;
 }
 
+/* -w overwrite: each writer rewrites REC_SLOTS fixed slots in turn, so a
+ * power cut can show bytes older than an acknowledged write in its place. */
+#define REC_SLOTS 4u
+static inline uint64_t rec_slot_off(uint32_t writer, uint64_t seq, int shared)
+{
+	return ((shared ? (uint64_t)writer * REC_SLOTS : 0) + seq % REC_SLOTS) * REC_MAX;
+}
+
 #endif
