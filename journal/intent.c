@@ -707,6 +707,13 @@ static void attach(void)
 		pthread_attr_t a;
 		sigset_t all, old;
 
+		pthread_condattr_t ca;
+
+		/* its wait is timed on the monotonic clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&gi.ck_cv, &ca);
+		pthread_condattr_destroy(&ca);
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		sigfillset(&all);
@@ -1276,7 +1283,6 @@ void gc_intent_atfork_child(void)
 	pthread_mutex_init(&gi.files_mu, NULL);
 	pthread_mutex_init(&gi.mu, NULL);
 	pthread_mutex_init(&gi.ck_mu, NULL);
-	pthread_cond_init(&gi.ck_cv, NULL);
 	for (i = 0; i < gi.nfiles; i++)
 		pthread_mutex_init(&gi_files[i].f_lock, NULL);
 	if (gi.shm) {

@@ -238,6 +238,8 @@ static int find_file(const struct gi_fid *fid, const char *path, FILE *msg)
 	return e == -EPERM ? -EPERM : -ENOENT;
 }
 
+unsigned long gi_recover_stop_after;
+
 int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg)
 {
 	size_t bufsz = gi_rec_len(GI_HANDLE_MAX, GI_PATH_MAX, 0) + (4u << 20), i, k, nf = 0;
@@ -312,6 +314,14 @@ int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg)
 			r = -errno;
 		rc->rc_replayed++;
 		rc->rc_bytes += rec->r_dlen;
+		if (gi_recover_stop_after && rc->rc_replayed >= gi_recover_stop_after) {
+			r = -EINTR; /* the cut: nothing synced, the header as it was */
+			for (k = 0; k < nf; k++)
+				if (files[k].of_fd >= 0)
+					gi_sys_close(files[k].of_fd);
+			nf = 0;
+			break;
+		}
 	}
 	for (k = 0; k < nf; k++) {
 		if (files[k].of_fd < 0)

@@ -40,6 +40,9 @@ struct gi_recovery {
  * clean. Idempotent; a crash in the middle leaves it to be run again. With
  * @dry, only counts. Messages (one line each) go to @msg when not NULL. */
 int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg);
+/* Tests: when nonzero, recovery stops after this many records written
+ * back, before any fsync or header: a power cut in the middle of it. */
+extern unsigned long gi_recover_stop_after;
 /* Records after the checkpoint of the open log @fd (0: clean); -errno. */
 int64_t gi_log_pending(int fd, struct gi_end *end);
 #endif
