@@ -1,0 +1,100 @@
+/* The intent log's traps, one case each (tests/e2e/intent.sh): a file is
+ * made durable once (a real fsync), a small write is acknowledged through
+ * the log, then something that must retire or checkpoint it happens, and
+ * the process dies without a checkpoint (SIGKILL). Recovery afterwards
+ * must leave the newest acknowledged state. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static void die(const char *what)
+{
+	fprintf(stderr, "intentprog: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void put(int fd, const char *s, size_t n, off_t off)
+{
+	if (pwrite(fd, s, n, off) != (ssize_t)n)
+		die("pwrite");
+	if (fsync(fd))
+		die("fsync");
+}
+
+int main(int argc, char **argv)
+{
+	char f[4096], g[4096], big[4096];
+	const char *c;
+	int fd;
+
+	if (argc != 3)
+		return 2;
+	c = argv[1];
+	snprintf(f, sizeof(f), "%s/f", argv[2]);
+	snprintf(g, sizeof(g), "%s/g", argv[2]);
+	if (!strcmp(c, "probe")) { /* one sync of a file in scope, then a clean exit */
+		fd = open(f, O_RDWR | O_CREAT, 0644);
+		if (fd < 0)
+			die("open");
+		put(fd, "p", 1, 0);
+		put(fd, "q", 1, 0);
+		return 0;
+	}
+	fd = open(f, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	put(fd, "0123456789abcdef", 16, 0); /* the first sync: real */
+	put(fd, "AAAA", 4, 0);		    /* through the log */
+	if (!strcmp(c, "retire")) {
+		/* too large for the log (LIBGC_INTENT_MAX=1024): a real call */
+		memset(big, 'B', sizeof(big));
+		put(fd, big, sizeof(big), 0);
+	} else if (!strcmp(c, "truncate")) {
+		put(fd, "CCCC", 4, 100); /* logged, size 104 */
+		if (ftruncate(fd, 8))
+			die("ftruncate");
+		if (fsync(fd))
+			die("fsync");
+	} else if (!strcmp(c, "rename")) {
+		if (rename(f, g))
+			die("rename");
+		close(fd);
+		fd = open(f, O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (fd < 0)
+			die("open new");
+		put(fd, "fresh", 5, 0);
+	} else if (!strcmp(c, "unlink")) {
+		if (unlink(f))
+			die("unlink");
+	} else if (!strcmp(c, "mmap")) {
+		char *m = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (m == MAP_FAILED)
+			die("mmap");
+		memcpy(m, "MMMM", 4);
+		if (msync(m, 16, MS_SYNC))
+			die("msync");
+	} else if (!strcmp(c, "otrunc")) {
+		int t = open(f, O_WRONLY | O_TRUNC);
+
+		if (t < 0)
+			die("open O_TRUNC");
+		put(t, "xy", 2, 0);
+	} else if (!strcmp(c, "fallocate")) {
+		if (fallocate(fd, 0x02 | 0x01, 0, 4)) /* PUNCH_HOLE | KEEP_SIZE */
+			die("fallocate");
+		if (fsync(fd))
+			die("fsync");
+	} else if (strcmp(c, "kill")) {
+		return 2;
+	}
+	/* no checkpoint, no exit handler: what a crash leaves in the log */
+	fflush(stdout);
+	raise(SIGKILL);
+	return 3;
+}
