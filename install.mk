@@ -51,7 +51,8 @@ install-gcd: $(GCD)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(GCD) $(DESTDIR)$(SBINDIR)/gcd
 	sed 's|@SBINDIR@|$(SBINDIR)|' bpf/gcd.service > $(DESTDIR)$(UNITDIR)/gcd.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/gcd.service
+	sed 's|@SBINDIR@|$(SBINDIR)|' bpf/libgc-recover.service > $(DESTDIR)$(UNITDIR)/libgc-recover.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/gcd.service $(DESTDIR)$(UNITDIR)/libgc-recover.service
 	install -m 0644 man/gcd.8 $(DESTDIR)$(MANDIR)/man8/
 ifeq ($(GCD_DEPS_OK),1)
 install: install-gcd
@@ -66,7 +67,8 @@ uninstall:
 	rm -f $(DESTDIR)$(PKGLIBDIR)/libgc.so $(DESTDIR)$(BINDIR)/gcrun $(DESTDIR)$(BINDIR)/gcstat \
 		$(DESTDIR)$(MANDIR)/man1/gcrun.1 $(DESTDIR)$(MANDIR)/man1/gcstat.1 \
 		$(DESTDIR)$(MANDIR)/man7/libgc.7 $(DESTDIR)$(SBINDIR)/gcd \
-		$(DESTDIR)$(UNITDIR)/gcd.service $(DESTDIR)$(MANDIR)/man8/gcd.8
+		$(DESTDIR)$(UNITDIR)/gcd.service $(DESTDIR)$(UNITDIR)/libgc-recover.service \
+		$(DESTDIR)$(MANDIR)/man8/gcd.8
 	@if [ -L $(DESTDIR)$(PKGLIBDIR)/$(SONAME) ]; then rm -f $(DESTDIR)$(PKGLIBDIR)/$(SONAME); fi
 	@if [ -e $(DESTDIR)$(PREFIX)/lib/libgc.so ] && \
 		grep -qa libgc_group_commit $(DESTDIR)$(PREFIX)/lib/libgc.so; then \

@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/blkstats.h"
+#include "bpf/gcd_intent.h"
 #include "bpf/gcd.h"
 #include "bpf/gcd_pub.h"
 #include "bpf/gcd_sweep.h"
@@ -42,6 +43,8 @@ struct opts {
 	bool once, json, daemon, synthetic, verbose, raw_tp;
 	double run_s; /* 0: until a signal */
 	unsigned idle_s; /* a (disk, class) this long idle is let go */
+	bool recover_only;
+	const char *intent_logs;
 };
 
 /* One (disk, class) as user space follows it: the map's current counters and
@@ -135,8 +138,10 @@ static void usage(FILE *f)
 		"  --synthetic        publish synthetic snapshots, no BPF (tests of readers)\n"
 		"  --raw-tp           use the raw_tp programs even where tp_btf loads (tests)\n"
 		"  --verbose          libbpf's messages\n"
+		"  --intent-logs FILE intent logs to recover at start-up (default %s)\n"
+		"  --recover-only     recover them and exit\n"
 		"Exit status: 0, 1 on errors, %d when not permitted here.\n",
-		GC_BLK_PATH, EXIT_NOPERM);
+		GC_BLK_PATH, GCD_INTENT_LIST, EXIT_NOPERM);
 }
 
 static unsigned parse_uint(const char *what, const char *s, unsigned lo, unsigned hi)
@@ -166,12 +171,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "raw-tp", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "recover-only", no_argument, NULL, 'r' },
+		{ "intent-logs", required_argument, NULL, 'l' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct opts){ .stats = GC_BLK_PATH, .interval_ms = 100, .window_ms = 1000,
-			    .idle_s = 60 };
+			    .idle_s = 60, .intent_logs = GCD_INTENT_LIST };
 	while ((c = getopt_long(argc, argv, "s:i:w:dojD:I:SvRh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': o->stats = optarg; break;
@@ -186,6 +193,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'v': o->verbose = true; break;
 		case 'R': o->raw_tp = true; break;
 		case 'h': usage(stdout); exit(0);
+		case 'r': o->recover_only = true; break;
+		case 'l': o->intent_logs = optarg; break;
 		default: usage(stderr); exit(2);
 		}
 	}
@@ -857,6 +866,13 @@ int main(int argc, char **argv)
 
 	parse(argc, argv, &o);
 	verbose = o.verbose;
+	/* before any service reads a file an intent log holds bytes of */
+	if (!o.synthetic && !o.once) {
+		int r = gcd_recover_intent(o.intent_logs);
+
+		if (o.recover_only)
+			return r < 0 ? 1 : 0;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

@@ -33,12 +33,13 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 	$(call msg,GENSKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(notdir $*)_bpf > $@
 
-$(GCD): bpf/gcd.c bpf/gcd_sweep.c $(B)/bpf/gcd.skel.h bpf/gcd.h bpf/gcd_pub.h bpf/gcd_sweep.h \
-		core/blkstats.h
+$(GCD): bpf/gcd.c bpf/gcd_sweep.c bpf/gcd_intent.c $(B)/bpf/gcd.skel.h bpf/gcd.h bpf/gcd_pub.h \
+		bpf/gcd_sweep.h core/blkstats.h $(B)/journal/intent_fmt.o $(B)/journal/intent_log.o
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -I$(B)/bpf $(CFLAGS) $(WARN) $(LIBBPF_CFLAGS) $(DEPFLAGS) \
-		$(LDFLAGS) -o $@ bpf/gcd.c bpf/gcd_sweep.c $(LIBBPF_LIBS)
+		$(LDFLAGS) -o $@ bpf/gcd.c bpf/gcd_sweep.c bpf/gcd_intent.c \
+		$(B)/journal/intent_fmt.o $(B)/journal/intent_log.o $(LIBBPF_LIBS)
 
 $(B)/tests/bpf/test_acct: tests/bpf/test_acct.c bpf/gcd_sweep.c $(B)/tests/bpf/acct_test.skel.h \
 		bpf/gcd.h bpf/gcd_sweep.h

@@ -101,5 +101,22 @@ else
 fi
 out=$(recover)
 grep -q 'replayed=1' <<<"$out" && ok "gcrun --recover replays it ($out)" || nok "recover: $out"
+# 10. gcd recovers the logs listed for it at start-up (--recover-only)
+if [ -x "$B/gcd" ]; then
+	fresh && run kill
+	rm -f "$(shm)"
+	printf '# intent logs\n%s\n' "$log" >"$dir/list"
+	: >"$dir/d/f.tmp"
+	head -c 16 "$dir/d/f" >/dev/null
+	if "$B/gcd" --recover-only --intent-logs "$dir/list" 2>"$dir/err" &&
+		grep -q 'replayed=1' "$dir/err" && [ "$(content f 4)" = AAAA ] &&
+		"$B/gcd" --recover-only --intent-logs "$dir/list" 2>"$dir/err2" && [ ! -s "$dir/err2" ]; then
+		ok "gcd --recover-only replays a listed log, and a clean one is left alone"
+	else
+		nok "gcd recovery: $(cat "$dir/err" "$dir/err2" 2>/dev/null)"
+	fi
+else
+	ok "gcd recovery # SKIP gcd not built (clang, bpftool, libbpf)"
+fi
 echo "1..$n"
 [ "$bad" = 0 ]
