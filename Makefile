@@ -41,7 +41,7 @@ CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats
 	      journal/peers.c journal/intent_fmt.c journal/intent_log.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/intent.c \
 	      journal/fork.c core/sites.c shim/real.c shim/init.c shim/report.c \
-	      shim/io.c shim/sync.c shim/open.c shim/exec.c
+	      shim/io.c shim/sync.c shim/open.c shim/exec.c shim/meta.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(B)/%.o)
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
 LIB        := $(B)/libgc.so

@@ -299,9 +299,61 @@ static struct gi_file *file_find(uint64_t dev, uint64_t ino)
 	int i, n = __atomic_load_n(&gi.nfiles, __ATOMIC_ACQUIRE);
 
 	for (i = 0; i < n; i++)
-		if (gi_files[i].f_dev == dev && gi_files[i].f_ino == ino)
+		if (__atomic_load_n(&gi_files[i].f_dev, __ATOMIC_ACQUIRE) == dev &&
+		    gi_files[i].f_ino == ino)
 			return &gi_files[i];
 	return NULL;
+}
+
+static bool log_lock(void);
+static void log_unlock(void);
+static struct gi_shf *shf_find(struct gi_shm *s, uint64_t dev, uint64_t ino, bool make);
+
+/* Everything but the lock, as for a file never seen (f_lock held or the
+ * entry not published yet). */
+static void file_reset(struct gi_file *f)
+{
+	pthread_mutex_t keep = f->f_lock;
+	uint32_t inflight = f->f_inflight;
+
+	memset(f, 0, sizeof(*f));
+	f->f_lock = keep;
+	f->f_inflight = inflight;
+	f->f_rfd = -1;
+}
+
+/* The file @dev/@ino loses its last name: its entry is let go, so that a
+ * new file that takes the inode number starts afresh. */
+static void shf_clear(uint64_t dev, uint64_t ino);
+static void file_forget(uint64_t dev, uint64_t ino)
+{
+	struct gi_file *f;
+
+	pthread_mutex_lock(&gi.files_mu);
+	f = file_find(dev, ino);
+	if (f) {
+		pthread_mutex_lock(&f->f_lock);
+		if (f->f_rfd >= 0)
+			gi_sys_close(f->f_rfd);
+		file_reset(f);
+		pthread_mutex_unlock(&f->f_lock);
+	}
+	pthread_mutex_unlock(&gi.files_mu);
+	shf_clear(dev, ino);
+}
+
+/* The shared "mapped" mark of @dev/@ino, for every process: its inode
+ * number names a new file now (its records, if any, stay until a
+ * checkpoint). */
+static void shf_clear(uint64_t dev, uint64_t ino)
+{
+	if (gi.state == GI_OK && log_lock()) {
+		struct gi_shf *e = shf_find(gi.shm, dev, ino, false);
+
+		if (e)
+			e->sf_flags = 0;
+		log_unlock();
+	}
 }
 
 /* The tracked file @fd (@st) names, made on first sight when in scope;
@@ -315,8 +367,14 @@ static struct gi_file *file_of(int fd, const struct stat *st)
 	int n;
 
 	pthread_once(&gi.once, scope_setup);
-	if (e && e->e_dev == (uint64_t)st->st_dev && e->e_ino == (uint64_t)st->st_ino)
-		return e->e_file ? &gi_files[e->e_file - 1] : NULL;
+	if (e && e->e_dev == (uint64_t)st->st_dev && e->e_ino == (uint64_t)st->st_ino) {
+		if (!e->e_file)
+			return NULL;
+		f = &gi_files[e->e_file - 1];
+		if (f->f_dev == e->e_dev && f->f_ino == e->e_ino)
+			return f;
+		/* its entry was forgotten (unlinked): look again */
+	}
 	f = file_find((uint64_t)st->st_dev, (uint64_t)st->st_ino);
 	if (!f) {
 		if (!dev_in_scope((uint64_t)st->st_dev) ||
@@ -327,17 +385,30 @@ static struct gi_file *file_of(int fd, const struct stat *st)
 			goto out_none;
 		pthread_mutex_lock(&gi.files_mu);
 		f = file_find((uint64_t)st->st_dev, (uint64_t)st->st_ino);
-		if (!f && gi.nfiles < GI_FILES) {
-			f = &gi_files[gi.nfiles];
-			memset(f, 0, sizeof(*f));
-			pthread_mutex_init(&f->f_lock, NULL);
-			f->f_dev = (uint64_t)st->st_dev;
-			f->f_ino = (uint64_t)st->st_ino;
-			f->f_fid = fid;
-			memcpy(f->f_path, path, (size_t)n);
-			f->f_plen = (uint16_t)n;
-			f->f_rfd = -1;
-			__atomic_store_n(&gi.nfiles, gi.nfiles + 1, __ATOMIC_RELEASE);
+		if (!f) {
+			int k, nf = gi.nfiles;
+
+			/* a forgotten entry, else the next new one */
+			for (k = 0; k < nf && __atomic_load_n(&gi_files[k].f_dev, __ATOMIC_ACQUIRE); k++)
+				;
+			if (k < GI_FILES) {
+				f = &gi_files[k];
+				if (k == nf) {
+					memset(f, 0, sizeof(*f));
+					pthread_mutex_init(&f->f_lock, NULL);
+				}
+				pthread_mutex_lock(&f->f_lock);
+				file_reset(f);
+				f->f_fid = fid;
+				memcpy(f->f_path, path, (size_t)n + 1);
+				f->f_plen = (uint16_t)n;
+				f->f_ino = (uint64_t)st->st_ino;
+				/* last: file_find matches on it */
+				__atomic_store_n(&f->f_dev, (uint64_t)st->st_dev, __ATOMIC_RELEASE);
+				pthread_mutex_unlock(&f->f_lock);
+				if (k == nf)
+					__atomic_store_n(&gi.nfiles, nf + 1, __ATOMIC_RELEASE);
+			}
 		}
 		pthread_mutex_unlock(&gi.files_mu);
 		if (!f)
@@ -346,11 +417,19 @@ static struct gi_file *file_of(int fd, const struct stat *st)
 		   !gi_fid_eq(&f->f_fid, fid.f_htype, fid.f_hlen, fid.f_handle)) {
 		/* the inode number of a deleted file, reused: a new file */
 		pthread_mutex_lock(&f->f_lock);
+		if (f->f_rfd >= 0)
+			gi_sys_close(f->f_rfd);
+		file_reset(f);
+		f->f_dev = (uint64_t)st->st_dev;
+		f->f_ino = (uint64_t)st->st_ino;
 		f->f_fid = fid;
-		f->f_synced = false;
-		f->f_seen = false;
-		f->f_nr = 0;
+		n = fd_path(fd, path, sizeof(path));
+		if (n > 0) {
+			memcpy(f->f_path, path, (size_t)n + 1);
+			f->f_plen = (uint16_t)n;
+		}
 		pthread_mutex_unlock(&f->f_lock);
+		shf_clear((uint64_t)st->st_dev, (uint64_t)st->st_ino);
 	}
 	if (e) {
 		e->e_dev = (uint64_t)st->st_dev;
@@ -993,7 +1072,7 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 		} else if (fstat(fd, &now) == 0) {
 			f->f_synced = n > 0;
 			if (n > 0) {
-				memcpy(f->f_path, path, (size_t)n);
+				memcpy(f->f_path, path, (size_t)n + 1);
 				f->f_plen = (uint16_t)n;
 			}
 			if (!f->f_nr && !f->f_append) {
@@ -1061,6 +1140,8 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 	}
 	e = shf_find(gi.shm, f->f_dev, f->f_ino, true);
 	if (!e || (e->sf_flags & SF_MAPPED)) {
+		gc_log(GC_LOG_TRACE, "intent: %s: %s", f->f_path,
+		       e ? "mapped writable by a process" : "the control segment's file table is full");
 		log_unlock();
 		return 1;
 	}
@@ -1075,7 +1156,7 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 	    __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) || !f->f_seen ||
 	    !same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size) {
 		/* changed by a write libgc did not see exactly (or at all) */
-		gc_log(GC_LOG_DEBUG, "intent: %s: real call (lost=%u seen=%d ctime %s size %s)",
+		gc_log(GC_LOG_TRACE, "intent: %s: real call (lost=%u seen=%d ctime %s size %s)",
 		       f->f_path, f->f_lost, f->f_seen,
 		       same_time(&st.st_ctim, &f->f_ctime) ? "same" : "changed",
 		       (uint64_t)st.st_size == f->f_size ? "same" : "changed");
@@ -1096,6 +1177,8 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 		len += gi_rec_len(f->f_fid.f_hlen, f->f_plen, (uint32_t)(rg[i].hi - rg[i].lo));
 	}
 	if (bytes > gi.max) {
+		gc_log(GC_LOG_TRACE, "intent: %s: %llu bytes, over LIBGC_INTENT_MAX", f->f_path,
+		       (unsigned long long)bytes);
 		r = 1;
 		goto out;
 	}
@@ -1166,16 +1249,22 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	pthread_mutex_lock(&f->f_lock);
 	eligible = f->f_synced && !f->f_mapped && !__atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&f->f_lock);
-	if (!eligible)
+	if (!eligible) {
+		gc_log(GC_LOG_TRACE, "intent: %s: real call (%s)", f->f_path,
+		       f->f_mapped ? "mapped" : f->f_synced ? "a write not seen exactly" : "not synced yet");
 		return real_and_retire(f, fd, &st, datasync, origin, begun);
+	}
 	for (tries = 0;; tries++) {
 		r = log_records(f, fd, &st);
 		if (r != 2 || tries)
 			break;
 		checkpoint(); /* the log is full: wait for room once */
 	}
-	if (r)
+	if (r) {
+		gc_log(GC_LOG_TRACE, "intent: %s: real call (%s)", f->f_path,
+		       r == 2 ? "the log is full" : "the log cannot take it");
 		return real_and_retire(f, fd, &st, datasync, origin, begun);
+	}
 	gc_stat_inc(intent_logged);
 	/* one real fdatasync of the log inode, started after our records
 	 * (and every lower seq) were written, shared with the domain's other
@@ -1236,18 +1325,20 @@ void gc_intent_meta_fd(int fd, bool mapped)
 	errno = saved;
 }
 
-void gc_intent_meta_path(int dirfd, const char *path, bool nofollow)
+void gc_intent_meta_path(int dirfd, const char *path, int how)
 {
 	int saved = errno;
 	struct stat st;
 
 	if (gc_self() && !gc_depth && path &&
-	    fstatat(dirfd, path, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+	    fstatat(dirfd, path, &st, how & GC_INTENT_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
 	    S_ISREG(st.st_mode)) {
 		pthread_once(&gi.once, scope_setup);
 		if (dev_in_scope((uint64_t)st.st_dev)) {
 			gc_depth++;
 			meta(&st, false);
+			if ((how & GC_INTENT_GONE) && st.st_nlink <= 1)
+				file_forget((uint64_t)st.st_dev, (uint64_t)st.st_ino);
 			gc_depth--;
 		}
 	}

@@ -46,7 +46,12 @@ static inline uint64_t gc_intent_before(int fd)
  * mmap): a file with records is checkpointed first, and its next sync is
  * a real call. @mapped: it is never logged again (stores not seen). */
 void gc_intent_meta_fd(int fd, bool mapped);
-void gc_intent_meta_path(int dirfd, const char *path, bool nofollow);
+/* @how: GC_INTENT_NOFOLLOW (the last component is not followed), and
+ * GC_INTENT_GONE (its name goes away: unlink, the target of a rename,
+ * whose inode number a new file may take). */
+#define GC_INTENT_NOFOLLOW 1
+#define GC_INTENT_GONE 2
+void gc_intent_meta_path(int dirfd, const char *path, int how);
 
 void gc_intent_atfork_prepare(void);
 void gc_intent_atfork_parent(void);

@@ -13,10 +13,10 @@
 #include "journal/intent.h"
 #include "shim/shim.h"
 
-#define META_PATH(dirfd, path, nofollow)                                            \
+#define META_PATH(dirfd, path, how)                                                 \
 	do {                                                                        \
 		if (unlikely(gc_intent_on) && !gc_disabled)                         \
-			gc_intent_meta_path(dirfd, path, nofollow);                 \
+			gc_intent_meta_path(dirfd, path, how);                      \
 	} while (0)
 #define META_FD(fd, mapped)                                                         \
 	do {                                                                        \
@@ -29,7 +29,7 @@ GC_EXPORT int truncate(const char *path, off_t len)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate);
-	META_PATH(AT_FDCWD, path, false);
+	META_PATH(AT_FDCWD, path, 0);
 	return gc_real.truncate(path, len);
 }
 
@@ -38,7 +38,7 @@ GC_EXPORT int truncate64(const char *path, off64_t len)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate64);
-	META_PATH(AT_FDCWD, path, false);
+	META_PATH(AT_FDCWD, path, 0);
 	return gc_real.truncate64(path, len);
 }
 
@@ -83,7 +83,8 @@ GC_EXPORT int rename(const char *from, const char *to)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0);
 	GC_COUNT(rename);
-	META_PATH(AT_FDCWD, from, true);
+	META_PATH(AT_FDCWD, from, GC_INTENT_NOFOLLOW);
+	META_PATH(AT_FDCWD, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
 	return gc_real.rename(from, to);
 }
 
@@ -92,7 +93,8 @@ GC_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_renameat2, fromfd, from, tofd, to, 0);
 	GC_COUNT(renameat);
-	META_PATH(fromfd, from, true);
+	META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
+	META_PATH(tofd, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
 	return gc_real.renameat(fromfd, from, tofd, to);
 }
 
@@ -102,9 +104,8 @@ GC_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
 	if (unlikely(!gc_init()) || !gc_real.renameat2)
 		return (int)syscall(SYS_renameat2, fromfd, from, tofd, to, flags);
 	GC_COUNT(renameat2);
-	META_PATH(fromfd, from, true);
-	if (flags & RENAME_EXCHANGE)
-		META_PATH(tofd, to, true);
+	META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
+	META_PATH(tofd, to, GC_INTENT_NOFOLLOW | (flags & RENAME_EXCHANGE ? 0 : GC_INTENT_GONE));
 	return gc_real.renameat2(fromfd, from, tofd, to, flags);
 }
 
@@ -113,7 +114,7 @@ GC_EXPORT int unlink(const char *path)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 	GC_COUNT(unlink);
-	META_PATH(AT_FDCWD, path, true);
+	META_PATH(AT_FDCWD, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
 	return gc_real.unlink(path);
 }
 
@@ -123,7 +124,7 @@ GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 		return (int)syscall(SYS_unlinkat, dirfd, path, flags);
 	GC_COUNT(unlinkat);
 	if (!(flags & AT_REMOVEDIR))
-		META_PATH(dirfd, path, true);
+		META_PATH(dirfd, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
 	return gc_real.unlinkat(dirfd, path, flags);
 }
 

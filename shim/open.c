@@ -316,7 +316,7 @@ static int open_common(enum open_variant v, int dirfd, const char *path, int fla
 
 	/* an O_TRUNC open of a file with intent records checkpoints it first */
 	if (unlikely(gc_intent_on) && (flags & O_TRUNC) && !gc_disabled)
-		gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW);
+		gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
 
 	/* Not in a child made without atfork (vfork, clone): the table and
 	 * counters may be its parent's. */
