@@ -12,9 +12,12 @@ TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh
 
 TRIALS ?= 10
 # Both loads: records appended to files, then messages delivered to a spool.
-crashtest: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
-	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
-	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
+# INTENT=1: libgc with its intent log, recovered before each check.
+crashtest: deps $(CRASH_BINS) $(LIB) $(B)/gcrun $(B)/tests/slowdisk/slowdiskd
+	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(filter 1,$(INTENT)),--intent)
+	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(filter 1,$(INTENT)),--intent)
 
 crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
