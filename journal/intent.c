@@ -325,6 +325,7 @@ static void file_reset(struct gi_file *f)
 /* The file @dev/@ino loses its last name: its entry is let go, so that a
  * new file that takes the inode number starts afresh. */
 static void shf_clear(uint64_t dev, uint64_t ino);
+static void kernel_synced(struct gi_file *f);
 static void file_forget(uint64_t dev, uint64_t ino)
 {
 	struct gi_file *f;
@@ -551,6 +552,8 @@ void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
 		f->f_size = (uint64_t)st.st_size;
 	f->f_seen = true;
 	pthread_mutex_unlock(&f->f_lock);
+	if (fl >= 0 && (fl & O_DSYNC))
+		kernel_synced(f);
 	gc_depth--;
 out:
 	if (tok >> 48) /* a write in flight no more */
@@ -1028,7 +1031,7 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 /* The real path: the program's own real call on @fd, then, when the file
  * has records in the log, a durable RETIRE of them before returning. */
 static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, bool datasync,
-			   enum gc_origin origin, uint64_t begun)
+			   enum gc_origin origin, uint64_t begun, bool direct)
 {
 	struct gi_range saved[GI_RANGES];
 	uint64_t upto = 0;
@@ -1056,7 +1059,8 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 		pthread_mutex_unlock(&f->f_lock);
 	}
 	gc_stat_inc(intent_real);
-	r = gc_sync_grouped(fd, datasync, origin, begun);
+	r = direct ? gc_sync_direct(fd, datasync, origin)
+		   : gc_sync_grouped(fd, datasync, origin, begun);
 	if (f) {
 		struct stat now;
 		char path[GI_PATH_MAX];
@@ -1234,6 +1238,55 @@ out:
 	return r;
 }
 
+int gc_intent_real(int fd, bool datasync, enum gc_origin origin)
+{
+	struct gi_file *f;
+	struct stat st;
+
+	if (!gc_self() || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return GC_INTENT_PASS;
+	f = file_of(fd, &st);
+	if (!f || !log_ready())
+		return GC_INTENT_PASS;
+	return real_and_retire(f, fd, &st, datasync, origin, 0, true);
+}
+
+void gc_intent_synced_all(void)
+{
+	if (!gc_self() || gc_depth || gi.state != GI_OK || gi.pid != gc_getpid())
+		return;
+	gc_depth++;
+	checkpoint();
+	gc_depth--;
+}
+
+/* A write the kernel itself made durable (a descriptor opened O_SYNC or
+ * O_DSYNC that libgc left to the kernel): acknowledged when it returns,
+ * so the file's older records are retired first. */
+static void kernel_synced(struct gi_file *f)
+{
+	uint64_t upto = 0;
+	struct gi_fid fid;
+	bool live = false;
+
+	if (!log_ready() || !log_lock())
+		return;
+	{
+		struct gi_shf *e = shf_find(gi.shm, f->f_dev, f->f_ino, false);
+
+		if (e && e->sf_last >= gi.shm->s_hdr.h_ckpt_seq) {
+			upto = e->sf_last;
+			live = true;
+		}
+	}
+	log_unlock();
+	pthread_mutex_lock(&f->f_lock);
+	fid = f->f_fid;
+	pthread_mutex_unlock(&f->f_lock);
+	if (live && write_retire(f->f_dev, f->f_ino, &fid, upto) < 0)
+		checkpoint();
+}
+
 int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
 	struct gi_file *f;
@@ -1252,7 +1305,7 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	if (!eligible) {
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (%s)", f->f_path,
 		       f->f_mapped ? "mapped" : f->f_synced ? "a write not seen exactly" : "not synced yet");
-		return real_and_retire(f, fd, &st, datasync, origin, begun);
+		return real_and_retire(f, fd, &st, datasync, origin, begun, false);
 	}
 	for (tries = 0;; tries++) {
 		r = log_records(f, fd, &st);
@@ -1263,7 +1316,7 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	if (r) {
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (%s)", f->f_path,
 		       r == 2 ? "the log is full" : "the log cannot take it");
-		return real_and_retire(f, fd, &st, datasync, origin, begun);
+		return real_and_retire(f, fd, &st, datasync, origin, begun, false);
 	}
 	gc_stat_inc(intent_logged);
 	/* one real fdatasync of the log inode, started after our records

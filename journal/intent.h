@@ -22,6 +22,13 @@ void gc_intent_configure(void);
 #define GC_INTENT_PASS 1
 int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
 
+/* A request LIBGC_SCOPE keeps out of grouping: its own real call, then
+ * (a file in scope with records) the RETIRE; GC_INTENT_PASS: not ours. */
+int gc_intent_real(int fd, bool datasync, enum gc_origin origin);
+/* After the program's sync() or syncfs(): they acknowledged every file's
+ * bytes, so the log's older records are retired (a checkpoint) first. */
+void gc_intent_synced_all(void);
+
 /* The write family: before any write, a token (0: not a file of ours;
  * else it counts as a write in flight, and holds the position for a write
  * without an offset); after it returned @n at @off (-1: at the position;

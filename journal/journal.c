@@ -271,6 +271,12 @@ int gc_sync_direct(int fd, bool datasync, enum gc_origin origin)
 int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 {
 	gc_stat_inc(scoped_out);
+	if (__builtin_expect(gc_intent_on, 0)) {
+		int r = gc_intent_real(fd, datasync, origin);
+
+		if (r != GC_INTENT_PASS)
+			return r;
+	}
 	return gc_sync_direct(fd, datasync, origin);
 }
 

@@ -13,6 +13,7 @@
 #include "core/dirty.h"
 #include "core/sites.h"
 #include "core/stats.h"
+#include "journal/intent.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
@@ -80,6 +81,14 @@ GC_EXPORT int syncfs(int fd)
 		return (int)syscall(SYS_syncfs, fd);
 	GC_COUNT(syncfs);
 	gc_stat_inc(pass_syncfs);
+	if (unlikely(gc_intent_on)) {
+		int r = gc_real.syncfs(fd), saved = errno;
+
+		if (r == 0)
+			gc_intent_synced_all();
+		errno = saved;
+		return r;
+	}
 	return gc_real.syncfs(fd);
 }
 
@@ -92,6 +101,8 @@ GC_EXPORT void sync(void)
 	GC_COUNT(sync);
 	gc_stat_inc(pass_sync);
 	gc_real.sync();
+	if (unlikely(gc_intent_on))
+		gc_intent_synced_all();
 }
 
 GC_EXPORT int msync(void *addr, size_t len, int flags)

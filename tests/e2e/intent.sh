@@ -24,9 +24,11 @@ done
 dir=$(mktemp -d /var/tmp/libgc-intent.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 log=$dir/log
-run() { # case -> stderr in $dir/err (bash's "Killed" note kept out)
-	{ LD_PRELOAD=$B/libgc.so LIBGC_INTENT=$dir/d LIBGC_INTENT_LOG=$log LIBGC_INTENT_MAX=1024 \
-		"$PROG" "$1" "$dir/d" 2>"$dir/err"; } 2>/dev/null
+run() { # case [VAR=VALUE...] -> stderr in $dir/err (bash's "Killed" note kept out)
+	local c=$1
+	shift
+	{ env LD_PRELOAD=$B/libgc.so LIBGC_INTENT=$dir/d LIBGC_INTENT_LOG=$log LIBGC_INTENT_MAX=1024 \
+		"$@" "$PROG" "$c" "$dir/d" 2>"$dir/err"; } 2>/dev/null
 }
 shm() { printf '/dev/shm/libgc-intent-%u-%x-%x' "$(id -u)" "$(stat -c %d "$log")" "$(stat -c %i "$log")"; }
 fresh() {
@@ -80,6 +82,14 @@ if [ "$(od -An -c -N4 "$dir/d/f" | tr -d ' ')" = '\0\0\0\0' ]; then
 else
 	nok "fallocate: '$(content f 4)' ($out)"
 fi
+# 7b. sync() acknowledges every file: the log's older records are retired
+fresh && run sync
+out=$(recover)
+if [ "$(content f 4)" = SSSS ]; then ok "sync(): its bytes stay ($out)"; else nok "sync(): '$(content f 4)' ($out)"; fi
+# 7c. a real O_DSYNC write (LIBGC_OSYNC=keep) is acknowledged by the kernel
+fresh && run dsync LIBGC_OSYNC=keep
+out=$(recover)
+if [ "$(content f 4)" = DDDD ]; then ok "O_DSYNC kept: its bytes stay ($out)"; else nok "O_DSYNC kept: '$(content f 4)' ($out)"; fi
 # 8. records left by a killed process, no power cut: the next process
 # checkpoints them and goes on (the same mount, the page cache holds them)
 fresh && run kill

@@ -90,6 +90,20 @@ int main(int argc, char **argv)
 			die("fallocate");
 		if (fsync(fd))
 			die("fsync");
+	} else if (!strcmp(c, "sync")) {
+		/* newer bytes acknowledged by sync(), not by a sync of the file */
+		if (pwrite(fd, "SSSS", 4, 0) != 4)
+			die("pwrite");
+		sync();
+	} else if (!strcmp(c, "dsync")) {
+		/* a real O_DSYNC descriptor (LIBGC_OSYNC=keep): the kernel
+		 * acknowledges the write itself */
+		int t = open(f, O_WRONLY | O_DSYNC);
+
+		if (t < 0)
+			die("open O_DSYNC");
+		if (pwrite(t, "DDDD", 4, 0) != 4)
+			die("pwrite O_DSYNC");
 	} else if (strcmp(c, "kill")) {
 		return 2;
 	}
