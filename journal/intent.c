@@ -69,6 +69,7 @@ struct gi_shm {
 
 struct gi_range {
 	uint64_t lo, hi;
+	uint64_t stamp;		/* f_wseq of its newest write */
 };
 
 struct gi_file {
@@ -81,9 +82,12 @@ struct gi_file {
 	pthread_mutex_t f_lock;	/* under the log lock when both are held */
 	bool f_synced;		/* a real sync made its inode and name durable */
 	bool f_mapped;		/* writable shared mapping: never logged */
-	uint32_t f_lost;	/* [atomic] a write not seen exactly */
+	uint32_t f_lost;	/* [atomic] bumped by each write not seen exactly */
+	uint32_t f_lost_ok;	/* f_lost a real call covered: lost iff they differ */
 	uint32_t f_inflight;	/* [atomic] writes between gc_intent_pos and _wrote */
 	bool f_append;		/* appends since f_base */
+	uint64_t f_app_stamp;	/* f_wseq of the newest append */
+	uint64_t f_wseq;	/* bumped by each write noted */
 	uint64_t f_base;	/* size at the last record or real sync */
 	int f_nr;
 	struct gi_range f_r[GI_RANGES];
@@ -481,11 +485,12 @@ static void range_add(struct gi_file *f, uint64_t lo, uint64_t hi)
 		if (lo <= r->hi && hi >= r->lo) {
 			r->lo = lo < r->lo ? lo : r->lo;
 			r->hi = hi > r->hi ? hi : r->hi;
+			r->stamp = ++f->f_wseq;
 			return;
 		}
 	}
 	if (f->f_nr < GI_RANGES) {
-		f->f_r[f->f_nr++] = (struct gi_range){ lo, hi };
+		f->f_r[f->f_nr++] = (struct gi_range){ lo, hi, ++f->f_wseq };
 		return;
 	}
 	/* full: widen the nearest range (a superset is always safe) */
@@ -498,6 +503,7 @@ static void range_add(struct gi_file *f, uint64_t lo, uint64_t hi)
 	}
 	f->f_r[best].lo = lo < f->f_r[best].lo ? lo : f->f_r[best].lo;
 	f->f_r[best].hi = hi > f->f_r[best].hi ? hi : f->f_r[best].hi;
+	f->f_r[best].stamp = ++f->f_wseq;
 }
 
 void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
@@ -515,7 +521,7 @@ void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
 		struct gi_file *g = file_find((uint64_t)st.st_dev, (uint64_t)st.st_ino);
 
 		if (g)
-			__atomic_store_n(&g->f_lost, 1, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&g->f_lost, 1, __ATOMIC_ACQ_REL);
 		goto out;
 	}
 	gc_depth++;
@@ -527,9 +533,10 @@ void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
 	fl = sys_fcntl(fd, F_GETFL, 0);
 	pthread_mutex_lock(&f->f_lock);
 	if (fl < 0 || off == GC_INTENT_OFF_UNKNOWN) {
-		__atomic_store_n(&f->f_lost, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&f->f_lost, 1, __ATOMIC_ACQ_REL);
 	} else if (fl & O_APPEND) {
 		f->f_append = true; /* from f_base to the end */
+		f->f_app_stamp = ++f->f_wseq;
 	} else if (off >= 0) {
 		range_add(f, (uint64_t)off, (uint64_t)off + (uint64_t)n);
 	} else {
@@ -538,7 +545,7 @@ void gc_intent_wrote(int fd, int64_t off, ssize_t n, uint64_t tok)
 		long post = syscall(SYS_lseek, fd, 0L, SEEK_CUR);
 
 		if (post < 0 || post < n)
-			__atomic_store_n(&f->f_lost, 1, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&f->f_lost, 1, __ATOMIC_ACQ_REL);
 		else if (pre < 0)
 			range_add(f, (uint64_t)(post - n), (uint64_t)post);
 		else
@@ -607,6 +614,18 @@ static bool log_lock(void)
 	if (gi.state != GI_OK || gi.pid != gc_getpid()) {
 		pthread_mutex_unlock(&gi.mu);
 		return false;
+	}
+	{
+		struct stat st;
+
+		/* the program may have closed or replaced our descriptors
+		 * (close_range, dup2 onto them) */
+		if (fstat(gi.logfd, &st) < 0 || (uint64_t)st.st_dev != gi.log_dev ||
+		    (uint64_t)st.st_ino != gi.log_ino) {
+			intent_off("its descriptor was closed or replaced by the program");
+			pthread_mutex_unlock(&gi.mu);
+			return false;
+		}
 	}
 	if (ofd_lock(gi.ctlfd, F_WRLCK) < 0) {
 		intent_off("the control segment cannot be locked");
@@ -1033,10 +1052,10 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, bool datasync,
 			   enum gc_origin origin, uint64_t begun, bool direct)
 {
-	struct gi_range saved[GI_RANGES];
-	uint64_t upto = 0;
-	int nr = 0, r;
-	bool app = false, live = false;
+	uint64_t upto = 0, s0 = 0;
+	uint32_t lost0 = 0;
+	int r;
+	bool live = false;
 	struct gi_fid fid;
 
 	if (log_lock()) {
@@ -1048,32 +1067,36 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 		}
 		log_unlock();
 	}
+	/* What was noted before the call is covered by it; the ranges stay
+	 * until it succeeded, so that a request logged meanwhile still logs
+	 * them (it must not be acknowledged on a real call not finished). */
 	if (f) {
 		pthread_mutex_lock(&f->f_lock);
-		nr = f->f_nr;
-		memcpy(saved, f->f_r, sizeof(saved));
-		app = f->f_append;
-		f->f_nr = 0;
-		f->f_append = false;
-		__atomic_store_n(&f->f_lost, 0, __ATOMIC_RELEASE);
+		s0 = f->f_wseq;
+		lost0 = __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&f->f_lock);
 	}
 	gc_stat_inc(intent_real);
 	r = direct ? gc_sync_direct(fd, datasync, origin)
 		   : gc_sync_grouped(fd, datasync, origin, begun);
-	if (f) {
+	if (f && r == 0) {
 		struct stat now;
 		char path[GI_PATH_MAX];
-		int n = fd_path(fd, path, sizeof(path));
+		int n = fd_path(fd, path, sizeof(path)), i, k;
 
 		pthread_mutex_lock(&f->f_lock);
-		if (r < 0) {
-			int i;
-
-			for (i = 0; i < nr; i++)
-				range_add(f, saved[i].lo, saved[i].hi);
-			f->f_append |= app;
-		} else if (fstat(fd, &now) == 0) {
+		for (i = 0, k = 0; i < f->f_nr; i++)
+			if (f->f_r[i].stamp > s0)
+				f->f_r[k++] = f->f_r[i];
+		f->f_nr = k;
+		if (f->f_append && f->f_app_stamp <= s0) {
+			f->f_append = false;
+			f->f_base = (uint64_t)st->st_size; /* the size before the call */
+		} else if (!f->f_append) {
+			f->f_base = (uint64_t)st->st_size;
+		}
+		f->f_lost_ok = lost0;
+		if (fstat(fd, &now) == 0) {
 			f->f_synced = n > 0;
 			if (n > 0) {
 				memcpy(f->f_path, path, (size_t)n + 1);
@@ -1084,8 +1107,6 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 				f->f_size = (uint64_t)now.st_size;
 				f->f_seen = true;
 			}
-			if (!f->f_append)
-				f->f_base = (uint64_t)now.st_size;
 		}
 		pthread_mutex_unlock(&f->f_lock);
 	}
@@ -1157,11 +1178,11 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 	pthread_mutex_lock(&f->f_lock);
 	/* read under the lock: the content of any lower seq was read earlier */
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != f->f_ino ||
-	    __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) || !f->f_seen ||
+	    __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) != f->f_lost_ok || !f->f_seen ||
 	    !same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size) {
 		/* changed by a write libgc did not see exactly (or at all) */
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (lost=%u seen=%d ctime %s size %s)",
-		       f->f_path, f->f_lost, f->f_seen,
+		       f->f_path, f->f_lost - f->f_lost_ok, f->f_seen,
 		       same_time(&st.st_ctim, &f->f_ctime) ? "same" : "changed",
 		       (uint64_t)st.st_size == f->f_size ? "same" : "changed");
 		r = 1;
@@ -1172,10 +1193,10 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 		uint64_t lo = f->f_r[i].lo, hi = f->f_r[i].hi < size ? f->f_r[i].hi : size;
 
 		if (lo < hi)
-			rg[nr++] = (struct gi_range){ lo, hi };
+			rg[nr++] = (struct gi_range){ lo, hi, 0 };
 	}
 	if (f->f_append && f->f_base < size)
-		rg[nr++] = (struct gi_range){ f->f_base, size };
+		rg[nr++] = (struct gi_range){ f->f_base, size, 0 };
 	for (i = 0; i < (uint32_t)nr; i++) {
 		bytes += rg[i].hi - rg[i].lo;
 		len += gi_rec_len(f->f_fid.f_hlen, f->f_plen, (uint32_t)(rg[i].hi - rg[i].lo));
@@ -1300,7 +1321,8 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	if (!f || !log_ready())
 		return GC_INTENT_PASS;
 	pthread_mutex_lock(&f->f_lock);
-	eligible = f->f_synced && !f->f_mapped && !__atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE);
+	eligible = f->f_synced && !f->f_mapped &&
+		   __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) == f->f_lost_ok;
 	pthread_mutex_unlock(&f->f_lock);
 	if (!eligible) {
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (%s)", f->f_path,
