@@ -81,7 +81,11 @@ GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 GC_EXPORT int rename(const char *from, const char *to)
 {
 	if (unlikely(!gc_init()))
+#ifdef SYS_rename
+		return (int)syscall(SYS_rename, from, to);
+#else
 		return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0);
+#endif
 	GC_COUNT(rename);
 	META_PATH(AT_FDCWD, from, GC_INTENT_NOFOLLOW);
 	META_PATH(AT_FDCWD, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
@@ -112,7 +116,11 @@ GC_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
 GC_EXPORT int unlink(const char *path)
 {
 	if (unlikely(!gc_init()))
+#ifdef SYS_unlink
+		return (int)syscall(SYS_unlink, path);
+#else
 		return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+#endif
 	GC_COUNT(unlink);
 	META_PATH(AT_FDCWD, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
 	return gc_real.unlink(path);
