@@ -20,3 +20,4 @@ $(B)/tests/slowdisk/sdprobe: tests/slowdisk/sdprobe.c
 ALL_BINS += $(B)/tests/slowdisk/sdprobe
 PKG_BINS += $(B)/tests/slowdisk/slowdiskd
 TEST_SUITES += tests/slowdisk/selftest.sh
+TEST_SUITES += tests/slowdisk/intent_flush.sh
