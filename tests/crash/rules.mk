@@ -8,7 +8,7 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
 
 ALL_BINS    += $(CRASH_BINS)
-TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh
+TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh
 
 TRIALS ?= 10
 # Both loads: records appended to files, then messages delivered to a spool.
