@@ -88,6 +88,7 @@ struct gi_file {
 	bool f_append;		/* appends since f_base */
 	uint64_t f_app_stamp;	/* f_wseq of the newest append */
 	uint64_t f_wseq;	/* bumped by each write noted */
+	uint32_t f_shf;		/* a hint: its row in the segment's file table + 1 */
 	uint64_t f_base;	/* size at the last record or real sync */
 	int f_nr;
 	struct gi_range f_r[GI_RANGES];
@@ -1163,7 +1164,13 @@ static int log_records(struct gi_file *f, int fd, const struct stat *st0)
 		log_unlock();
 		return 1;
 	}
-	e = shf_find(gi.shm, f->f_dev, f->f_ino, true);
+	/* the row found last time, if it still names the file (a hint only:
+	 * anything read from the segment is checked before use) */
+	e = f->f_shf && f->f_shf <= GI_SHM_FILES ? &gi.shm->s_files[f->f_shf - 1] : NULL;
+	if (!e || e->sf_dev != f->f_dev || e->sf_ino != f->f_ino || (!e->sf_last && !e->sf_flags))
+		e = shf_find(gi.shm, f->f_dev, f->f_ino, true);
+	if (e)
+		f->f_shf = (uint32_t)(e - gi.shm->s_files) + 1;
 	if (!e || (e->sf_flags & SF_MAPPED)) {
 		gc_log(GC_LOG_TRACE, "intent: %s: %s", f->f_path,
 		       e ? "mapped writable by a process" : "the control segment's file table is full");

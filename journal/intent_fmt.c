@@ -20,7 +20,7 @@ static void crc_init(void)
 	}
 }
 
-uint32_t gi_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t gi_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	static int ready;
 	const uint8_t *p = buf;
@@ -34,6 +34,41 @@ uint32_t gi_crc32c(uint32_t crc, const void *buf, size_t len)
 		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return ~crc;
 }
+
+#if defined(__x86_64__)
+/* The same CRC with SSE4.2's instruction: a record is checksummed under
+ * the log lock, 8 bytes a cycle instead of one a table lookup. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf,
+							   size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t c = ~crc;
+
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	for (; len; len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
+uint32_t gi_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	static int hw = -1;
+
+	if (__builtin_expect(hw < 0, 0))
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	return hw ? crc32c_hw(crc, buf, len) : gi_crc32c_sw(crc, buf, len);
+}
+#else
+uint32_t gi_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return gi_crc32c_sw(crc, buf, len);
+}
+#endif
 
 void gi_hdr_seal(struct gi_hdr *h)
 {

@@ -79,7 +79,16 @@ static struct gi_plan plan(const struct gi_hdr *h)
 
 Test(intent, crc32c_known_vector)
 {
+	uint8_t b[1031];
+	size_t i, n;
+
 	cr_expect_eq(gi_crc32c(0, "123456789", 9), 0xe3069283u);
+	cr_expect_eq(gi_crc32c_sw(0, "123456789", 9), 0xe3069283u);
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 131 + 7);
+	for (n = 0; n < sizeof(b); n += 97)
+		cr_expect_eq(gi_crc32c(0x1234, b + (n & 7), n), gi_crc32c_sw(0x1234, b + (n & 7), n),
+			     "length %zu", n);
 }
 
 Test(intent, header_torn_copy_leaves_the_previous)
