@@ -20,6 +20,7 @@
 #define DS_PATH_MAX 512
 #define DS_DEPTH 8		/* partition, loop, dm... a real stack is 3-4 deep */
 #define DS_DISK_CACHE 16
+#define DS_ALIASES 8
 #define DS_DISK_TTL_NS (5 * GC_NSEC_PER_SEC) /* loop devices get re-attached */
 #define DS_SAMPLES 16
 #define DS_HINTS 8
@@ -136,6 +137,11 @@ struct ds_map {
 	uint64_t dm_dev, dm_disk, dm_at_ns;
 };
 
+/* An anonymous st_dev and the block device under it (gc_devstats_alias). */
+struct ds_alias {
+	uint64_t al_anon, al_dev;
+};
+
 struct ds_sample {
 	uint64_t sa_disk;
 	uint64_t sa_at_ns;		/* when sa_last was read; 0 = free slot */
@@ -165,8 +171,11 @@ static struct {
 	int m_lock;
 	unsigned int m_next;
 	struct ds_map m_map[DS_DISK_CACHE];
+	struct ds_alias m_alias[DS_ALIASES];
+	unsigned int m_alias_next;
 	char m_sys[DS_PATH_MAX];
-} g_map = { .m_sys = "/sys" };
+	char m_mountinfo[DS_PATH_MAX];
+} g_map = { .m_sys = "/sys", .m_mountinfo = "/proc/self/mountinfo" };
 
 static struct {
 	int s_lock;
@@ -318,14 +327,125 @@ static uint64_t map_disk(uint64_t dev, int depth)
 	return dev;
 }
 
+/* A filesystem with an anonymous st_dev (major 0): btrfs gives each
+ * subvolume one, so st_dev names no block device, and not even the one the
+ * mount table shows (the superblock's). The mount a descriptor is on is
+ * found by its mount id (statx), and its line in the mount table names the
+ * block device mounted there, if any (tmpfs, FUSE, overlay, NFS: none). */
+static uint64_t mount_source(const char *line, size_t len, uint64_t mnt_id)
+{
+	char want[32], src[DS_PATH_MAX];
+	const char *end = line + len, *f, *sep;
+	struct stat st;
+	int n;
+
+	n = snprintf(want, sizeof(want), "%llu ", (unsigned long long)mnt_id);
+	if ((size_t)n > len || memcmp(line, want, (size_t)n))
+		return 0;
+	/* after " - ": type, source, options */
+	for (sep = line + n; (sep = memchr(sep, '-', (size_t)(end - sep))); sep++)
+		if (sep[-1] == ' ' && sep + 1 < end && sep[1] == ' ')
+			break;
+	if (!sep)
+		return 0;
+	f = memchr(sep + 2, ' ', (size_t)(end - sep - 2));
+	if (!f)
+		return 0;
+	f++;
+	sep = memchr(f, ' ', (size_t)(end - f));
+	n = (int)((sep ? sep : end) - f);
+	if (n < 2 || n >= (int)sizeof(src) || f[0] != '/')
+		return 0;
+	memcpy(src, f, (size_t)n);
+	src[n] = '\0';
+	if (fstatat(AT_FDCWD, src, &st, 0) != 0 || !S_ISBLK(st.st_mode))
+		return 0;
+	return st.st_rdev;
+}
+
+static uint64_t mount_device(uint64_t mnt_id)
+{
+	char buf[2048];
+	size_t have = 0;
+	uint64_t found = 0;
+	bool skip = false;
+	int fd = sys_open(g_map.m_mountinfo, O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		ssize_t r = sys_read(fd, buf + have, sizeof(buf) - have);
+		char *p = buf, *nl, *end;
+
+		if (r <= 0)
+			break;
+		end = buf + have + r;
+		while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+			if (!skip && (found = mount_source(p, (size_t)(nl - p), mnt_id)))
+				goto out;
+			skip = false;
+			p = nl + 1;
+		}
+		have = (size_t)(end - p);
+		if (have == sizeof(buf)) {
+			/* a line longer than the buffer: no source of ours */
+			have = 0;
+			skip = true;
+		} else {
+			memmove(buf, p, have);
+		}
+	}
+out:
+	sys_close(fd);
+	return found;
+}
+
+void gc_devstats_alias(uint64_t st_dev, int fd)
+{
+	struct statx sx;
+	uint64_t dev = 0;
+	int e = errno, i, slot = -1;
+
+	if (!st_dev || major(st_dev))
+		return;
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 &&
+	    (sx.stx_mask & STATX_MNT_ID))
+		dev = mount_device(sx.stx_mnt_id);
+	errno = e;
+	if (!dev || !spin_lock(&g_map.m_lock))
+		return;
+	for (i = 0; i < DS_ALIASES && slot < 0; i++)
+		if (g_map.m_alias[i].al_anon == st_dev || !g_map.m_alias[i].al_anon)
+			slot = i;
+	if (slot < 0)
+		slot = (int)(g_map.m_alias_next++ % DS_ALIASES);
+	g_map.m_alias[slot] = (struct ds_alias){ st_dev, dev };
+	/* a mapping cached before (as no disk) is walked again */
+	for (i = 0; i < DS_DISK_CACHE; i++)
+		if (g_map.m_map[i].dm_dev == st_dev)
+			g_map.m_map[i].dm_at_ns = 0;
+	spin_unlock(&g_map.m_lock);
+}
+
+/* With m_lock held. */
+static uint64_t alias_of(uint64_t st_dev)
+{
+	for (int i = 0; i < DS_ALIASES; i++)
+		if (g_map.m_alias[i].al_anon == st_dev)
+			return g_map.m_alias[i].al_dev;
+	return 0;
+}
+
 static uint64_t disk_of(uint64_t st_dev)
 {
-	uint64_t now = gc_now_ns(), disk;
+	uint64_t now = gc_now_ns(), disk, dev = st_dev;
 	struct ds_map *m;
 
-	if (!major(st_dev))
+	if (!st_dev)
 		return 0;
 	if (spin_lock(&g_map.m_lock)) {
+		if (!major(st_dev))
+			dev = alias_of(st_dev);
 		for (int i = 0; i < DS_DISK_CACHE; i++) {
 			m = &g_map.m_map[i];
 			if (m->dm_at_ns && m->dm_dev == st_dev && now - m->dm_at_ns < DS_DISK_TTL_NS) {
@@ -337,7 +457,7 @@ static uint64_t disk_of(uint64_t st_dev)
 		spin_unlock(&g_map.m_lock);
 	}
 	/* the walk takes a few dozen system calls: outside the lock */
-	disk = map_disk(st_dev, 0);
+	disk = major(dev) ? map_disk(dev, 0) : 0;
 	if (spin_lock(&g_map.m_lock)) {
 		int slot = -1;
 
@@ -804,8 +924,10 @@ void gc_devstats_init(const struct gc_devstats_paths *p)
 
 	spin_lock(&g_map.m_lock);
 	memset(g_map.m_map, 0, sizeof(g_map.m_map));
+	memset(g_map.m_alias, 0, sizeof(g_map.m_alias));
 	g_map.m_next = 0;
 	set_path(g_map.m_sys, p->dp_sys, "/sys");
+	set_path(g_map.m_mountinfo, p->dp_mountinfo, "/proc/self/mountinfo");
 	spin_unlock(&g_map.m_lock);
 
 	spin_lock(&g_ds.s_lock);

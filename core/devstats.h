@@ -27,6 +27,7 @@ struct gc_devstats_paths {
 	const char *dp_blk_stats;	/* $LIBGC_BLK_STATS, else GC_BLK_PATH */
 	const char *dp_diskstats;	/* /proc/diskstats */
 	const char *dp_sys;		/* /sys */
+	const char *dp_mountinfo;	/* /proc/self/mountinfo (anonymous st_dev: btrfs) */
 };
 
 /* Drops every cached mapping, sample and open file and sets the paths.
@@ -35,6 +36,12 @@ struct gc_devstats_paths {
 void gc_devstats_init(const struct gc_devstats_paths *p);
 /* In the child of fork(): a lock another thread held stays free here. */
 void gc_devstats_atfork_child(void);
+
+/* For a filesystem whose st_dev is anonymous (major 0: btrfs), remembers
+ * the block device mounted where @fd is, so that @st_dev maps to its disk
+ * from now on. Does nothing for other st_dev, or when the mount has no
+ * block device (tmpfs, FUSE, NFS). */
+void gc_devstats_alias(uint64_t st_dev, int fd);
 
 /* The whole disk (st_dev encoding) under the filesystem on @st_dev: a
  * partition's disk, a loop device's backing disk, a lone dm/md slave; the

@@ -95,6 +95,9 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 	} else if (n < GC_MAX_DOMAINS) {
 		bool direct = !fs_syncs_inode(fd);
 
+		/* btrfs: st_dev names a subvolume, not the disk under it */
+		gc_devstats_alias(dev, fd);
+
 		if (!direct && gc_cfg.c_share == GC_SHARE_USER) {
 			d = gc_domain_attach(dev, &why);
 			if (!d)

@@ -2,7 +2,8 @@
 # Installs the Debian packages the project tests and benchmarks with.  Called
 # by the make targets that need them (test, demo, bench, ...), never by plain
 # `make`.  Idempotent and quiet when everything is present.
-#   deps.sh         what `make test` needs (Criterion, FUSE, e2fsprogs, ...)
+#   deps.sh         what `make test` needs (Criterion, FUSE, the mkfs tools of
+#                   ext4, XFS and btrfs, ...)
 #   deps.sh demo    and fs_mark
 #   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
 #   deps.sh recipes the real programs of examples/recipes (SQLite, PostgreSQL,
@@ -15,8 +16,8 @@
 set -euo pipefail
 
 need=(build-essential pkg-config clang libcriterion-dev libfuse3-dev fuse3
-      libunwind-dev libbpf-dev bpftool e2fsprogs eatmydata strace tmux
-      git rsync sqlite3 jq)
+      libunwind-dev libbpf-dev bpftool e2fsprogs xfsprogs btrfs-progs eatmydata
+      strace tmux git rsync sqlite3 jq)
 case ${1:-} in
 '') ;;
 demo) need+=(fsmark) ;;

@@ -44,6 +44,7 @@ static void use_paths(const char *sys)
 		.dp_blk_stats = g_stats,
 		.dp_diskstats = g_diskstats,
 		.dp_sys = sys,
+		.dp_mountinfo = in_dir("mountinfo"),
 	};
 
 	gc_devstats_init(&p);
@@ -838,7 +839,7 @@ Test(devstats, disk_fake_sysfs)
 	cr_expect_eq(gc_devstats_disk(makedev(8, 241)), 0, "a partition whose disk is unknown");
 	cr_expect_eq(gc_devstats_disk(makedev(8, 99)), 0, "a dev file that disagrees");
 	cr_expect_eq(gc_devstats_disk(makedev(8, 77)), 0, "not in sysfs");
-	cr_expect_eq(gc_devstats_disk(makedev(0, 27)), 0, "major 0 (tmpfs, FUSE)");
+	cr_expect_eq(gc_devstats_disk(makedev(0, 27)), 0, "major 0 not in the mount table");
 	cr_expect_eq(gc_devstats_disk(0), 0);
 	if (!on_tmpfs)
 		cr_expect_eq(gc_devstats_disk(makedev(7, 0)), here.st_dev,
@@ -875,6 +876,73 @@ Test(devstats, disk_fake_sysfs)
 			cr_expect_eq(gc_devstats_disk(makedev(240, i)), makedev(240, i));
 	use_paths(NULL);
 	cr_expect_eq(gc_devstats_disk(makedev(240, 5)), 0, "init drops the fake tree's answers");
+}
+
+/* An anonymous st_dev (btrfs: one per subvolume) maps to the block device
+ * mounted where a descriptor of it is: its mount id's line in the mount
+ * table names it. */
+Test(devstats, disk_anonymous_dev)
+{
+	char line[3000], node[300];
+	struct statx sx;
+	unsigned long long id;
+	FILE *f;
+	int fd;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to make a block device node");
+	fd = open(g_dir, O_RDONLY | O_DIRECTORY);
+	cr_assert(fd >= 0);
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) != 0 || !(sx.stx_mask & STATX_MNT_ID))
+		cr_skip_test("no STATX_MNT_ID here");
+	id = sx.stx_mnt_id;
+	mkblock("pci0/block/sda", 8, 0);
+	mkblock("pci0/block/sda/sda1", 8, 1);
+	mk("devices/pci0/block/sda/sda1/partition", "1");
+	snprintf(node, sizeof(node), "%s", in_dir("sda1"));
+	cr_assert_eq(mknod(node, S_IFBLK | 0600, makedev(8, 1)), 0, "mknod: %s", strerror(errno));
+	use_paths(g_sys);
+	cr_expect_eq(gc_devstats_disk(makedev(0, 53)), 0, "nothing known yet");
+
+	f = fopen(in_dir("mountinfo"), "w");
+	cr_assert(f);
+	/* a line longer than the reader's buffer, our id, skipped */
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\0';
+	fprintf(f, "%llu 1 0:50 / /long rw - btrfs %s rw,%s\n", id, node, line);
+	fprintf(f, "%llu1 1 0:51 / /tmp rw shared:5 - btrfs %s rw\n", id, node);
+	fclose(f);
+	gc_devstats_alias(makedev(0, 53), fd);
+	cr_expect_eq(gc_devstats_disk(makedev(0, 53)), 0,
+		     "a line too long is skipped, a longer id is not ours");
+
+	f = fopen(in_dir("mountinfo"), "w");
+	cr_assert(f);
+	fprintf(f, "%llu 1 0:52 / /tmp rw - tmpfs tmpfs rw\n", id);
+	fclose(f);
+	gc_devstats_alias(makedev(0, 53), fd);
+	cr_expect_eq(gc_devstats_disk(makedev(0, 53)), 0, "tmpfs: no disk");
+
+	f = fopen(in_dir("mountinfo"), "w");
+	cr_assert(f);
+	fprintf(f, "%llu 1 0:52 / /odd rw - btrfs /dev/null rw\n", id);
+	fclose(f);
+	gc_devstats_alias(makedev(0, 53), fd);
+	cr_expect_eq(gc_devstats_disk(makedev(0, 53)), 0, "a source that is not a block device");
+
+	f = fopen(in_dir("mountinfo"), "w");
+	cr_assert(f);
+	fprintf(f, "1 0 8:2 / / rw - ext4 /dev/sda2 rw\n");
+	fprintf(f, "%llu 1 0:52 /sub /mnt\\040x rw,relatime shared:1 - btrfs %s rw,ssd\n", id,
+		node);
+	fclose(f);
+	gc_devstats_alias(makedev(0, 53), fd);
+	cr_expect_eq(gc_devstats_disk(makedev(0, 53)), makedev(8, 0),
+		     "btrfs on a partition of sda: the disk");
+	cr_expect_eq(gc_devstats_disk(makedev(0, 54)), 0, "another anonymous st_dev");
+	gc_devstats_alias(makedev(8, 1), fd);
+	cr_expect_eq(gc_devstats_disk(makedev(8, 1)), makedev(8, 0), "a real st_dev is walked");
+	close(fd);
 }
 
 /* ---- 6. st_dev to whole disk: real devices -------------------------------- */
