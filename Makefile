@@ -37,7 +37,7 @@ UNW_LIBS    = $(call lazy,UNW_LIBS,pkg-config --exists libunwind 2>/dev/null && 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
 	      policy/dirty.c core/dirty.c \
-	      journal/domain.c journal/segment.c core/devstats.c journal/txn.c journal/commit.c \
+	      journal/domain.c journal/segment.c core/devstats.c journal/txn.c journal/commit.c journal/fs.c \
 	      journal/peers.c journal/intent_fmt.c journal/intent_log.c
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/intent.c \
 	      journal/fork.c core/sites.c shim/real.c shim/init.c shim/report.c \

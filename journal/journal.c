@@ -22,6 +22,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "journal/domain.h"
+#include "journal/fs.h"
 #include "journal/intent.h"
 #include "journal/txn.h"
 #include "policy/policy.h"
@@ -30,27 +31,6 @@
 struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 int gc_ndomains;
 pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Filesystems known to make a whole inode durable on fsync of any of its
- * descriptors. Elsewhere (FUSE passes the caller's file handle, NFS and
- * CIFS sync what that open file wrote) one call may not cover another
- * descriptor's data, so nothing is shared. */
-static bool fs_syncs_inode(int fd)
-{
-	struct statfs sf;
-
-	if (fstatfs(fd, &sf) < 0)
-		return false;
-	switch ((unsigned long)sf.f_type) {
-	case 0xEF53:	 /* ext2/3/4 */
-	case 0x58465342: /* xfs */
-	case 0x9123683E: /* btrfs */
-	case 0xF2F52010: /* f2fs */
-	case 0x01021994: /* tmpfs */
-		return true;
-	}
-	return false;
-}
 
 /* A domain this process may use for @dev, or NULL (then: a direct call).
  * Never blocks on another process for long: the shared lock gives up. */
@@ -93,7 +73,8 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 			}
 		}
 	} else if (n < GC_MAX_DOMAINS) {
-		bool direct = !fs_syncs_inode(fd);
+		const struct gc_fs *fs = gc_fs_of(fd);
+		bool direct = !(fs->fs_flags & GC_FS_GROUP);
 
 		/* btrfs: st_dev names a subvolume, not the disk under it */
 		gc_devstats_alias(dev, fd);
@@ -111,6 +92,7 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 			gc_domains[n].dr_dom = d;
 			gc_domains[n].dr_dev = dev;
 			gc_domains[n].dr_direct = direct;
+			gc_domains[n].dr_fs_flags = fs->fs_flags;
 			__atomic_store_n(&gc_ndomains, n + 1, __ATOMIC_RELEASE);
 		}
 	}
@@ -251,6 +233,26 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
 	return r;
 }
 
+/* A request of @d that began at @begun, for a directory when @dir (-1:
+ * not known yet): @r, or, where its filesystem counts a failed commit as
+ * done for such an inode (GC_FS_HELD_FAIL*: ext4; xfs's directories), the
+ * failure of any real sync of the filesystem since. Elsewhere a held
+ * request's own real call tells the truth by itself (journal/fs.c). */
+static int held_result(const struct gc_domain *d, uint64_t begun, int dir, int r)
+{
+	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
+	uint32_t f = GC_FS_HELD_FAIL; /* not found: the cautious rule */
+
+	for (i = 0; i < n; i++)
+		if (gc_domains[i].dr_dom == d) {
+			f = gc_domains[i].dr_fs_flags;
+			break;
+		}
+	if ((f & GC_FS_HELD_FAIL) || ((f & GC_FS_HELD_FAIL_DIR) && dir))
+		return gc_domain_held_result(d, begun, r);
+	return r;
+}
+
 static void count_request(enum gc_origin origin)
 {
 	switch (origin) {
@@ -306,10 +308,10 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	begun = begun && begun < start ? begun : start;
 	d = domain_find(gc_fd_dev_hint(fd));
 	/* Here and below: a failure of any real sync of the filesystem since
-	 * the request began (@begun, the program's call) fails it
-	 * (gc_domain_held_result). */
+	 * the request began (@begun, the program's call) fails it where
+	 * the filesystem would not tell it (held_result). */
 	if (d && domain_direct(d, start))
-		return gc_domain_held_result(d, begun, direct_accounted(d, fd, datasync, start));
+		return held_result(d, begun, -1, direct_accounted(d, fd, datasync, start));
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* Files and directories: a directory's fsync commits the entries made
@@ -323,7 +325,7 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 		return gc_commit_direct(fd, datasync);
 	now = gc_now_ns();
 	if (domain_direct(d, now))
-		return gc_domain_held_result(d, begun, direct_accounted(d, fd, datasync, start));
+		return held_result(d, begun, S_ISDIR(st.st_mode), direct_accounted(d, fd, datasync, start));
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. A writeback error
 	 * seen here belongs to this request. */
@@ -345,12 +347,12 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 		h = (struct gc_handle){ .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
 					.h_tid = gc_gettid(), .h_pid = gc_getpid() };
 		if (!gc_domain_lock(d))
-			return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
+			return held_result(d, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
 		if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
 				    rejoined, now)) {
 			gc_domain_unlock(d);
-			return gc_domain_held_result(d, begun, direct_noted(d, fd, datasync));
+			return held_result(d, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		}
 		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 		if (r != GC_REJOIN)
@@ -381,7 +383,7 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 		if (!r && e < 0)
 			r = e;
 	}
-	return gc_domain_held_result(d, begun, r);
+	return held_result(d, begun, S_ISDIR(st.st_mode), r);
 }
 
 int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)

@@ -40,6 +40,7 @@ struct gc_dom_ref {
 	uint64_t dr_dev;
 	uint32_t dr_joined;	/* this process is in the member table */
 	uint32_t dr_direct;	/* a filesystem whose fsync may not cover the inode */
+	uint32_t dr_fs_flags;	/* GC_FS_* of its filesystem (journal/fs.h) */
 };
 extern struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 extern int gc_ndomains;

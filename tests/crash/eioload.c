@@ -25,10 +25,12 @@
  *	descriptor (threads) or one inherited open file description (processes);
  *	otherwise each worker opens FILE itself. Prints a line per worker and a
  *	total line (see report()).
- * eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file
+ * eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file|over
  *	two threads, each with its own entry in DIR: B changes its entry (dir:
  *	renames it, and fsyncs DIR; file: appends 4 KiB, and fdatasyncs the
- *	file) at once, A does the same -d MS later (default 8), both going
+ *	file; over: overwrites the first 4 KiB of its 64 KiB file, written and
+ *	synced before, and fdatasyncs it: a cache flush and nothing to log on
+ *	ext4 and xfs) at once, A does the same -d MS later (default 8), both going
  *	into one journal commit when B's real call is slow to reach the
  *	kernel (-p: two processes instead of threads, which share commits
  *	through the shared segment). The -x command (the fault) runs after the entries are made
@@ -61,6 +63,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,7 +92,7 @@ static void usage(void)
 		"       eioload seq [-x CMD]... FILE OP...\n"
 		"       eioload run [-t N | -p N] [-S] [-m fsync|fdatasync] [-w overwrite|append]\n"
 		"                   [-b ROUNDS] [-a ROUNDS] [-x CMD] FILE\n"
-		"       eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file\n"
+		"       eioload waitfail [-p] [-x CMD] [-d MS] DIR dir|file|over\n"
 		"       eioload check LOG\n");
 	exit(2);
 }
@@ -168,6 +171,20 @@ static int cmd_prep(int argc, char **argv)
 	fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die(argv[1]);
+	/* btrfs writes every change elsewhere (copy-on-write): a fault armed
+	 * on a block's place on disk would never be hit again. No-COW files
+	 * are overwritten in place, as on ext4 and xfs. Empty files only. */
+	{
+		struct statfs sf;
+		int fl;
+
+		if (fstatfs(fd, &sf) == 0 && sf.f_type == 0x9123683E &&
+		    ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0) {
+			fl |= FS_NOCOW_FL;
+			if (ioctl(fd, FS_IOC_SETFLAGS, &fl) < 0)
+				die("FS_IOC_SETFLAGS nocow");
+		}
+	}
 	for (i = 0; i < (kib + 3) / 4; i++) {
 		fill(buf, (unsigned int)i);
 		if (pwrite(fd, buf, BLK, (off_t)i * BLK) != BLK)
@@ -371,7 +388,7 @@ static int cmd_seq(int argc, char **argv)
 /* ---- waitfail ----------------------------------------------------------- */
 
 static const char *g_wf_dir;
-static bool g_wf_file;
+static bool g_wf_file, g_wf_over;
 static long g_wf_delay_ms = 8;
 
 struct wf_side {
@@ -393,7 +410,7 @@ static void *wf_side_run(void *arg)
 	}
 	if (g_wf_file) {
 		fill(buf, (unsigned int)w->w_name);
-		if (write(w->w_fd, buf, BLK) != BLK) {
+		if ((g_wf_over ? pwrite(w->w_fd, buf, BLK, 0) : write(w->w_fd, buf, BLK)) != BLK) {
 			snprintf(w->w_res, sizeof(w->w_res), "write=%s", ename(errno));
 			return NULL;
 		}
@@ -430,10 +447,12 @@ static int cmd_waitfail(int argc, char **argv)
 			usage();
 	}
 	if (optind + 2 != argc || (strcmp(argv[optind + 1], "dir") &&
-				   strcmp(argv[optind + 1], "file")))
+				   strcmp(argv[optind + 1], "file") &&
+				   strcmp(argv[optind + 1], "over")))
 		usage();
 	g_wf_dir = argv[optind];
-	g_wf_file = !strcmp(argv[optind + 1], "file");
+	g_wf_over = !strcmp(argv[optind + 1], "over");
+	g_wf_file = g_wf_over || !strcmp(argv[optind + 1], "file");
 	if (mkdir(g_wf_dir, 0755) < 0 && errno != EEXIST)
 		die(g_wf_dir);
 	dfd = open(g_wf_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -446,8 +465,17 @@ static int cmd_waitfail(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/%c%s", g_wf_dir, side[i].w_name,
 			 g_wf_file ? "" : ".0");
 		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
-				(g_wf_file ? O_APPEND : 0), 0644);
-		if (fd < 0 || fsync(fd) < 0)
+				(g_wf_file && !g_wf_over ? O_APPEND : 0), 0644);
+		if (fd < 0)
+			die(path);
+		for (int b = 0; g_wf_over && b < 16; b++) {
+			char blk[BLK];
+
+			fill(blk, (unsigned int)b);
+			if (pwrite(fd, blk, BLK, (off_t)b * BLK) != BLK)
+				die(path);
+		}
+		if (fsync(fd) < 0)
 			die(path);
 		if (g_wf_file) {
 			side[i].w_fd = fd;

@@ -11,16 +11,22 @@ ALL_BINS    += $(CRASH_BINS)
 TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh
 
 TRIALS ?= 10
-# Both loads: records appended to files, then messages delivered to a spool.
+# Every filesystem the slow disk makes (CRASH_FS="xfs" for one).
+CRASH_FS ?= ext4 ext4-fc xfs btrfs
+# Both loads on each filesystem: records appended to files, then messages
+# delivered to a spool. Every series runs; the target fails if one did.
 # INTENT=1: libgc with its intent log, recovered before each check.
+CRASH_INTENT = $(if $(filter 1,$(INTENT)),--intent)
 crashtest: deps $(CRASH_BINS) $(LIB) $(B)/gcrun $(B)/tests/slowdisk/slowdiskd
-	$(Q)bash tests/crash/crashtrial --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
-		$(if $(filter 1,$(INTENT)),--intent)
-	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) \
-		$(if $(filter 1,$(INTENT)),--intent)
+	$(Q)rc=0; for fs in $(CRASH_FS); do \
+		bash tests/crash/crashtrial --fs $$fs --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) $(CRASH_INTENT) || rc=1; \
+		bash tests/crash/crashtrial --fs $$fs --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) $(CRASH_INTENT) || rc=1; \
+	done; exit $$rc
 
 crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
-	$(Q)bash tests/crash/crashtrial --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED))
+	$(Q)rc=0; for fs in $(CRASH_FS); do \
+		bash tests/crash/crashtrial --fs $$fs --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) || rc=1; \
+	done; exit $$rc
 
 .PHONY: crashtest crashtest-spool
 

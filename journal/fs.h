@@ -1,0 +1,31 @@
+/* What the journal knows of each filesystem it groups requests on, keyed
+ * by statfs(2) f_type: one table (fs.c), so that a fact about a
+ * filesystem lives in one place. DESIGN.md "Filesystems" says why each is
+ * what it is. */
+#ifndef GC_FS_H
+#define GC_FS_H
+#include <stdint.h>
+
+enum {
+	/* fsync/fdatasync of any descriptor makes the whole inode durable:
+	 * requests on one inode may share a real call */
+	GC_FS_GROUP = 1,
+	/* a failed commit is reported only to the real calls inside it, and
+	 * counted as done: a later call whose change it held finds nothing
+	 * to commit and returns 0. A request held while a real sync of the
+	 * filesystem failed therefore fails too (gc_domain_held_result) */
+	GC_FS_HELD_FAIL = 2,
+	/* the same for directories only */
+	GC_FS_HELD_FAIL_DIR = 4,
+};
+
+struct gc_fs {
+	unsigned long fs_type;	/* statfs f_type */
+	const char *fs_name;
+	uint32_t fs_flags;	/* GC_FS_* */
+};
+
+/* The entry for @fd's filesystem; one with no flags (direct calls only)
+ * when it is not in the table or cannot be told. */
+const struct gc_fs *gc_fs_of(int fd);
+#endif
