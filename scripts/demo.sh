@@ -9,6 +9,8 @@
 #   DEMO_SECS=3              seconds per run (two runs per row)
 #   DEMO_THREADS=8           threads (fs_mark: processes) per workload
 #   DEMO_FLUSH_US="1000 4000"  flush latencies of the slow disks ("" skips them)
+#   DEMO_FS="ext4 xfs"       the slow disks' filesystems (ext4, ext4-fc, xfs,
+#                            btrfs): a slow disk per filesystem and latency
 #   DEMO_DIR=/var/tmp        where the machine's-disk folder is made
 #   DEMO_LIB=build/libgc.so  the library to preload
 set -euo pipefail
@@ -17,6 +19,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${DEMO_SECS:-3}
 nthr=${DEMO_THREADS:-8}
 flushes=${DEMO_FLUSH_US-1000 4000}
+fslist=${DEMO_FS:-ext4 xfs}
 base=${DEMO_DIR:-/var/tmp}
 lib=${DEMO_LIB:-$root/build/libgc.so}
 storm=$root/build/examples/fsync_storm
@@ -51,6 +54,7 @@ disks_up=()
 workload=
 gcd_pid=
 snap_dir=     # the run in this folder gets a gcstat screen taken
+snap_label=
 cleanup() {
 	local rc=$? n
 	trap - EXIT INT TERM
@@ -178,9 +182,9 @@ fmt_ms() { # µs -> ms, or "-"
 	awk -v v="${1:--}" 'BEGIN { if (v == "-" || v == "") print "-"; else printf "%.2f", v / 1000 }'
 }
 
-hdr='%-10s %-17s | %6s %6s %6s | %6s %6s %8s | %6s %6s | %6s %6s | %6s %6s\n'
+hdr='%-14s %-17s | %6s %6s %6s | %6s %6s %8s | %6s %6s | %6s %6s | %6s %6s\n'
 header() {
-	printf '%-28s | %-20s | %-22s | %-13s | %-13s | %s\n' '' '       ops/s' \
+	printf '%-32s | %-20s | %-22s | %-13s | %-13s | %s\n' '' '       ops/s' \
 		'      real syncs' 'disk flushes' '    p50 ms' '    p99 ms'
 	# shellcheck disable=SC2059
 	printf "$hdr" disk workload bare libgc ratio bare libgc req/sync bare libgc bare libgc bare libgc
@@ -262,35 +266,42 @@ fi
 for us in $flushes; do
 	[ -z "$skip_slow" ] || break
 	[[ $us =~ ^[0-9]+$ ]] || die "DEMO_FLUSH_US takes microseconds, not '$us'"
-	name=demo-$$-$us
-	disks_up+=("$name")
-	rc=0
-	# 1 GiB with a 128 MiB journal, as the benchmark makes it: the 16 MiB
-	# journal mke2fs gives a small image fills within seconds of
-	# fsync-heavy work, and its checkpoints then cost flushes of their own.
-	mnt=$(bash "$slowdisk" up --name "$name" --flush-us "$us" --size-mb 1024 \
-		--journal-mb 128 2>"$tmp/up.err") || rc=$?
-	mnt=$(tail -n 1 <<<"$mnt")
-	if [ "$rc" -eq 77 ]; then
-		skip_slow=$(tail -n 1 "$tmp/up.err")
-		break
-	elif [ "$rc" -ne 0 ] || [ ! -d "$mnt" ]; then
-		sed 's/^/    /' "$tmp/up.err" >&2
-		die "slowdisk up failed (status $rc)"
-	fi
-	mkdir -p "$mnt/demo"
-	case $us in
-	1000) label="1ms flush" ;;
-	4000) label="4ms flush" ;;
-	*) label="${us}us flush" ;;
-	esac
-	snap_dir=$mnt/demo/shared snap_label=$label
-	for wl in $wls; do
-		row "$mnt/demo" "$name" "$label" "$wl"
+	for fs in $fslist; do
+		case $fs in ext4 | ext4-fc | xfs | btrfs) ;; *) die "DEMO_FS: unknown filesystem '$fs'" ;; esac
+		name=demo-$$-$us-$fs
+		disks_up+=("$name")
+		rc=0
+		# 1 GiB with a 128 MiB journal (xfs: log), as the benchmark makes
+		# it: the 16 MiB journal mke2fs gives a small image fills within
+		# seconds of fsync-heavy work, and its checkpoints then cost
+		# flushes of their own.
+		jopt=(--journal-mb 128)
+		[ "$fs" != btrfs ] || jopt=()
+		mnt=$(bash "$slowdisk" up --name "$name" --fs "$fs" --flush-us "$us" --size-mb 1024 \
+			"${jopt[@]}" 2>"$tmp/up.err") || rc=$?
+		mnt=$(tail -n 1 <<<"$mnt")
+		if [ "$rc" -eq 77 ]; then
+			skip_slow=$(tail -n 1 "$tmp/up.err")
+			break 2
+		elif [ "$rc" -ne 0 ] || [ ! -d "$mnt" ]; then
+			sed 's/^/    /' "$tmp/up.err" >&2
+			die "slowdisk up --fs $fs failed (status $rc)"
+		fi
+		mkdir -p "$mnt/demo"
+		case $us in
+		1000) label="1ms flush" ;;
+		4000) label="4ms flush" ;;
+		*) label="${us}us flush" ;;
+		esac
+		label+=" $fs"
+		[ -n "$snap_label" ] || { snap_dir=$mnt/demo/shared snap_label=$label; }
+		for wl in $wls; do
+			row "$mnt/demo" "$name" "$label" "$wl"
+		done
+		snap_dir=
+		cd /
+		bash "$slowdisk" down --name "$name" >/dev/null 2>&1 || true
 	done
-	snap_dir=
-	cd /
-	bash "$slowdisk" down --name "$name" >/dev/null 2>&1 || true
 done
 if [ -s "$tmp/gcstat.txt" ]; then
 	echo

@@ -4,6 +4,8 @@
 #
 # Settings (environment):
 #   RECIPE_FLUSH_US="1000 4000"  flush latencies of the slow disks
+#   RECIPE_FS=ext4               the slow disks' filesystem (ext4, ext4-fc, xfs,
+#                                btrfs; all.sh takes a list)
 #   RECIPE_SECS=2                seconds per timed run
 #   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
 #   RECIPE_LIB=build/libgc.so    the library to preload
@@ -13,6 +15,7 @@ set -euo pipefail
 R_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 R_SLOWDISK=$R_ROOT/tests/slowdisk/slowdisk
 R_FLUSHES=${RECIPE_FLUSH_US-1000 4000}
+R_FS=${RECIPE_FS:-ext4}
 R_SECS=${RECIPE_SECS:-2}
 R_EMD=${RECIPE_EMD:-1}
 R_LIB=${RECIPE_LIB:-$R_ROOT/build/libgc.so}
@@ -72,14 +75,15 @@ trap r_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# r_disk_up FLUSH_US: a fresh 1 GiB slow disk (128 MiB journal, as the
-# benchmark uses) with its own name; sets R_MNT and R_DISK.
+# r_disk_up FLUSH_US: a fresh 1 GiB slow disk of $R_FS (128 MiB journal or
+# log, as the benchmark uses) with its own name; sets R_MNT and R_DISK.
 r_disk_up() {
-	local us=$1 out rc=0
+	local us=$1 out rc=0 j=(--journal-mb 128)
 	R_DISK=$R_NAME-$$-$us
 	R_DISKS+=("$R_DISK")
-	out=$(bash "$R_SLOWDISK" up --name "$R_DISK" --flush-us "$us" --size-mb 1024 \
-		--journal-mb 128 2>"$R_TMP/up.err") || rc=$?
+	[ "$R_FS" != btrfs ] || j=()
+	out=$(bash "$R_SLOWDISK" up --name "$R_DISK" --fs "$R_FS" --flush-us "$us" --size-mb 1024 \
+		"${j[@]}" 2>"$R_TMP/up.err") || rc=$?
 	R_MNT=$(tail -n 1 <<<"$out")
 	if [ "$rc" -ne 0 ] || [ ! -d "$R_MNT" ]; then
 		sed 's/^/    /' "$R_TMP/up.err" >&2
@@ -117,14 +121,17 @@ r_report_sum() {
 }
 
 r_label() {
+	local l
 	case $1 in
-	1000) echo "1ms" ;;
-	4000) echo "4ms" ;;
-	*) echo "${1}us" ;;
+	1000) l=1ms ;;
+	4000) l=4ms ;;
+	*) l=${1}us ;;
 	esac
+	# another filesystem than ext4 is named in the flush column
+	[ "$R_FS" = ext4 ] && echo "$l" || echo "$l $R_FS"
 }
 
-R_FMT='| %-5s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
+R_FMT='| %-11s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
 r_header() {
 	echo
 	echo "$R_NAME: bare vs libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))" \
@@ -132,7 +139,7 @@ r_header() {
 	# shellcheck disable=SC2059
 	printf "$R_FMT" flush workload "bare/s" "libgc/s" ratio "eatmydata" "syncs" "req/sync" "flushes" "check |"
 	# shellcheck disable=SC2059
-	printf "$R_FMT" ----- ---------------------------------- -------- -------- ------ --------- -------- -------- ------------- "--- |"
+	printf "$R_FMT" ----------- ---------------------------------- -------- -------- ------ --------- -------- -------- ------------- "--- |"
 }
 
 # r_row FLUSH LABEL BARE LIBGC EMD REPORTFILE FLUSHES CHECK: one table line.

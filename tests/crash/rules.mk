@@ -38,3 +38,12 @@ $(B)/tests/crash/eioload: tests/crash/eioload.c tests/e2e/spy.h
 
 ALL_BINS    += $(B)/tests/crash/eioload
 TEST_SUITES += tests/crash/eio.sh
+# The filesystem-dependent suites on ext4 with fast commits, xfs and btrfs:
+# a short pass in make test, every suite on every filesystem in crashtest-fs.
+TEST_SUITES += tests/crash/fs.sh
+
+crashtest-fs: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd $(B)/tests/crash/eioload \
+	      test-bins
+	$(Q)FS_PASS=full bash tests/crash/fs.sh
+
+.PHONY: crashtest-fs

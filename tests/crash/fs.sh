@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The suites whose answers depend on the filesystem, on each one the slow
+# disk makes (TAP): the durability matrix (tests/e2e/test_durable, run in a
+# folder of that filesystem), the injected-EIO suite (tests/crash/eio.sh)
+# and power cuts (tests/crash/crashtrial).
+#
+#   FS_PASS=short (make test): ext4-fc, xfs and btrfs (ext4 has the full
+#       suites in make test already): the matrix, eio.sh's tests of the
+#       held-request rule (11-13), one power-cut trial and its control
+#   FS_PASS=full (make crashtest-fs): every filesystem, all of eio.sh
+#   FS_LIST="xfs btrfs" picks filesystems
+set -eu
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export SLOWDISK_STATE=${SLOWDISK_STATE:-/run/libgc-slowdisk}
+SD=$PWD/tests/slowdisk/slowdisk
+DURABLE=$PWD/build/tests/e2e/test_durable
+pass=${FS_PASS:-short}
+case $pass in
+short) list=${FS_LIST:-ext4-fc xfs btrfs} ;;
+full) list=${FS_LIST:-ext4 ext4-fc xfs btrfs} ;;
+*) echo "fs.sh: FS_PASS is short or full, not '$pass'" >&2; exit 2 ;;
+esac
+NAME=fs-$$
+n=0
+. tests/tap.sh
+
+cleanup() {
+	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Sub-suites print TAP of their own: each of their lines is passed on
+# under our count, named with the filesystem (read from a process
+# substitution: the count lives in this shell).
+relay() {
+	local fs=$1 line
+	while IFS= read -r line; do
+		case $line in
+		"ok "* | "not ok "*)
+			local st=${line%% [0-9]*} rest=${line#* [0-9]* - }
+			[ "$st" = ok ] && ok "$fs: $rest" || not_ok "$fs: $rest"
+			;;
+		"#"*) echo "$line" ;;
+		esac
+	done
+}
+
+skip_all() {
+	echo "1..1"
+	echo "ok 1 - filesystems # SKIP $1"
+	exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip_all "needs root"
+[ -c /dev/fuse ] || skip_all "needs /dev/fuse"
+for f in "$DURABLE" build/libgc.so "${SLOWDISKD:-build/tests/slowdisk/slowdiskd}"; do
+	[ -e "$f" ] || { echo "1..1"; echo "not ok 1 - filesystems: $f not built (run make)"; exit 1; }
+done
+
+out=$(mktemp)
+for fs in $list; do
+	command -v "$(bash "$SD" fs | awk -v f="$fs" '$1 == f { print ($2 == "ext4" ? "mkfs.ext4" : "mkfs." $2) }')" \
+		>/dev/null || { ok "$fs # SKIP no mkfs for $fs (scripts/deps.sh installs it)"; continue; }
+
+	# The matrix: every policy and sync route, threads and processes, on
+	# a disk of this filesystem (fast flush: the spies' delays make the
+	# slowness the tests need).
+	bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
+	rc=0
+	mnt=$(bash "$SD" up --name "$NAME" --fs "$fs" --flush-us 200 --size-mb 512 2>"$out") || rc=$?
+	mnt=$(tail -n 1 <<<"$mnt")
+	if [ "$rc" -eq 77 ]; then
+		skip_all "$(tail -n 1 "$out")"
+	elif [ "$rc" -ne 0 ] || [ ! -d "$mnt" ]; then
+		not_ok "$fs: the durability matrix" "slowdisk up failed: $(tail -n 3 "$out")"
+	else
+		rc=0
+		E2E_DIR_BASE=$mnt timeout 900 "$DURABLE" --jobs 1 >"$out" 2>&1 || rc=$?
+		syn=$(grep -a 'Synthesis:' "$out" | tail -n 1)
+		t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$syn")
+		f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$syn")
+		c=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$syn")
+		if [ "$rc" -eq 0 ] && [ "${t:-0}" -gt 0 ] && [ "${f:-1}" = 0 ] && [ "${c:-1}" = 0 ]; then
+			ok "$fs: the durability matrix ($t tests: every policy and sync route, 1-16 threads, processes)"
+		else
+			not_ok "$fs: the durability matrix" "status $rc: $syn" "$(grep -a -B2 -A8 'FAIL\|CRASH' "$out" | head -n 40)"
+		fi
+	fi
+	bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
+
+	# Injected EIO: what each filesystem reports after a failed flush or
+	# commit, bare against the library.
+	if [ "$pass" = short ]; then
+		relay "$fs" < <(SLOWDISK_FS=$fs EIO_QUICK=1 bash tests/crash/eio.sh 2>&1 |
+			grep -v '# SKIP EIO_QUICK')
+	else
+		relay "$fs" < <(SLOWDISK_FS=$fs bash tests/crash/eio.sh 2>&1)
+	fi
+
+	# Power cuts: a trial under libgc and its fsync-disabled control
+	# (full: make crashtest runs 50 of each).
+	if [ "$pass" = short ]; then
+		relay "$fs" < <(bash tests/crash/crashtrial --fs "$fs" --trials 1 --tap 2>&1)
+	fi
+done
+rm -f "$out"
+echo "1..$n"
