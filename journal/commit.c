@@ -46,6 +46,17 @@ int gc_commit_pending_error(int fd)
 	return r;
 }
 
+int gc_commit_dead_check(int fd, int r)
+{
+	struct stat st;
+	int e = errno;
+
+	if (r == 0 && fstat(fd, &st) < 0 && errno == EIO)
+		r = -EIO;
+	errno = e;
+	return r;
+}
+
 int gc_commit_direct(int fd, bool datasync)
 {
 	uint64_t t0;
@@ -118,9 +129,9 @@ static void release_together(struct gc_handle *h)
  * published. Returns false if the lock could not be taken again. */
 bool gc_commit_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 {
-	bool datasync = !(s->is_flags & IS_FSYNC);
+	bool datasync = !(s->is_flags & IS_FSYNC), dead;
 	struct stat st;
-	int r, pre, oldstate;
+	int r, pre, fr, oldstate;
 
 	s->is_flags |= IS_CLAIMED;
 	s->is_owner = h->h_tid;
@@ -134,11 +145,17 @@ bool gc_commit_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	pre = gc_commit_pending_error(h->h_fd);
 	release_together(h);
 	r = real_sync(h->h_fd, datasync);
+	/* The program may have dup2()'d another file over this descriptor
+	 * meanwhile: then our call covered some other inode, not this one.
+	 * A filesystem that fails fstat with EIO right after the call is
+	 * dead (a shut down xfs): its 0 is not believed (journal/fs.h). */
+	fr = fstat(h->h_fd, &st) < 0 ? -errno : 0;
+	dead = fr == -EIO && r == 0;
+	if (dead)
+		r = -EIO;
 	gc_domain_note_failure(h->h_dom, r);
 	h->h_own = pre < 0 ? pre : r;
-	/* The program may have dup2()'d another file over this descriptor
-	 * meanwhile: then our call covered some other inode, not this one. */
-	if (fstat(h->h_fd, &st) < 0 || (uint64_t)st.st_ino != ino)
+	if (!dead && (fr < 0 || (uint64_t)st.st_ino != ino))
 		r = GC_ORPHAN;
 	pthread_setcancelstate(oldstate, NULL);
 	if (!gc_domain_lock(h->h_dom))

@@ -20,8 +20,11 @@ static const struct gc_fs gc_fs_table[] = {
 	 * the next call's own flush covers what it had to: a file's answer
 	 * is true as it stands. A directory's fsync (xfs_dir_fsync) checks
 	 * for no shutdown: its log items aborted, it finds nothing pinned and
-	 * returns 0, the entries its change made lost. */
-	{ 0x58465342, "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR },
+	 * returns 0, the entries its change made lost. A shut down xfs fails
+	 * fstat with EIO: that tells such a 0 from a true one, also when the
+	 * shutdown came from a log write libgc did not make (the kernel's
+	 * own, another program's). */
+	{ 0x58465342, "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO },
 	/* btrfs: a failed log-tree commit is reported to every fsync that
 	 * joined it, which then commits the whole transaction; a failed
 	 * transaction commit aborts it and the filesystem turns read-only:

@@ -17,6 +17,10 @@ enum {
 	GC_FS_HELD_FAIL = 2,
 	/* the same for directories only */
 	GC_FS_HELD_FAIL_DIR = 4,
+	/* a dead (shut down) filesystem answers some syncs 0 for changes it
+	 * lost, and fstat EIO: a real call's 0 is checked with fstat
+	 * (gc_commit_dead_check) */
+	GC_FS_DEAD_EIO = 8,
 };
 
 struct gc_fs {

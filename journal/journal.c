@@ -195,11 +195,25 @@ static bool domain_direct(struct gc_domain *d, uint64_t now)
 #define GC_ARRIVE_EVERY_NS (250 * GC_NSEC_PER_USEC)
 static __thread uint64_t gc_arrived_ns __attribute__((tls_model("initial-exec")));
 
+/* GC_FS_* of @d's filesystem (journal/fs.h), from this process's own
+ * table: the cautious rules when @d is not found there. */
+static uint32_t fs_flags(const struct gc_domain *d)
+{
+	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++)
+		if (gc_domains[i].dr_dom == d)
+			return gc_domains[i].dr_fs_flags;
+	return GC_FS_HELD_FAIL | GC_FS_DEAD_EIO;
+}
+
 /* A request's own real call on @d's filesystem, its failure noted there. */
 static int direct_noted(struct gc_domain *d, int fd, bool datasync)
 {
 	int r = gc_commit_direct(fd, datasync);
 
+	if (fs_flags(d) & GC_FS_DEAD_EIO)
+		r = gc_commit_dead_check(fd, r);
 	gc_domain_note_failure(d, r);
 	return r;
 }
@@ -240,14 +254,8 @@ static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t
  * request's own real call tells the truth by itself (journal/fs.c). */
 static int held_result(const struct gc_domain *d, uint64_t begun, int dir, int r)
 {
-	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
-	uint32_t f = GC_FS_HELD_FAIL; /* not found: the cautious rule */
+	uint32_t f = fs_flags(d);
 
-	for (i = 0; i < n; i++)
-		if (gc_domains[i].dr_dom == d) {
-			f = gc_domains[i].dr_fs_flags;
-			break;
-		}
 	if ((f & GC_FS_HELD_FAIL) || ((f & GC_FS_HELD_FAIL_DIR) && dir))
 		return gc_domain_held_result(d, begun, r);
 	return r;

@@ -53,6 +53,9 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 /* commit.c: real calls. Results are 0 or -errno. */
 int gc_commit_direct(int fd, bool datasync);
 int gc_commit_pending_error(int fd);
+/* @r, the result of a real call just made on @fd, or -EIO when @r is 0 and
+ * the filesystem now fails fstat with EIO (shut down: journal/fs.h). */
+int gc_commit_dead_check(int fd, int r);
 /* With j_lock held, as @s's owner: drops it for the real call, takes it
  * again. false if it could not be taken again. */
 bool gc_commit_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino);

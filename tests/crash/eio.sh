@@ -35,7 +35,7 @@ SPY_OUTER=$PWD/build/tests/e2e/spy_outer.so
 SPY_INNER=$PWD/build/tests/e2e/spy_inner.so
 SPYCHECK=$PWD/build/tests/e2e/spycheck
 NAME=eio-$$
-T=13
+T=14
 # The filesystem of the slow disk (ext4, ext4-fc, xfs, btrfs), and what it
 # does with the faults below.
 FS=${SLOWDISK_FS:-ext4}
@@ -444,6 +444,42 @@ heldflush_test() {
 		ok "$title"
 	fi
 }
+# 14: the filesystem shuts down while directory fsyncs wait, by a cause
+# that is no real call of the library's (xfs_io's shutdown, without a log
+# flush: as a log write of the kernel's own, or another program's, failing
+# after a power cut). B and A rename their entries and fsync the directory
+# at once; their transaction waits 300 ms; the shutdown comes after 100 ms,
+# the renames not yet in the log on disk. xfs then answers a directory's
+# fsync 0 (xfs_dir_fsync: nothing pinned any more); ext4 answers EIO by
+# itself. Neither request may get 0. (Bare, both fsyncs come at once, before
+# the shutdown, and succeed.)
+shutdown_test() {
+	local title=$1 wf
+	if [ "$FS" = btrfs ]; then
+		ok "$title # SKIP btrfs has no shutdown ioctl for xfs_io"
+		return 0
+	fi
+	command -v xfs_io >/dev/null || { ok "$title # SKIP xfs_io missing"; return 0; }
+	fresh_disk
+	if [ -z "$M" ]; then
+		not_ok "$title" "no disk"
+		return 0
+	fi
+	wf=$(env LD_PRELOAD="$LIB" LIBGC_POLICY=fixed LIBGC_WAIT_US=300000 LIBGC_MAX_WAIT_US=400000 \
+		timeout 60 "$LOAD" waitfail -d 0 \
+		-x "(sleep 0.1; xfs_io -x -c shutdown '$M') >/dev/null 2>&1 &" "$M/sd" dir 2>&1) ||
+		wf="exit $?: $wf"
+	sleep 0.3
+	if ! grep -q '^B=' <<<"$wf" || grep -q 'rename=' <<<"$wf"; then
+		not_ok "$title" "the scenario did not arise: $wf"
+	elif grep -Eq 'B=0|A=0' <<<"$wf"; then
+		not_ok "$title" "a request got 0 for a rename the shut down filesystem lost: $wf"
+	else
+		ok "$title"
+	fi
+}
+shutdown_test "the filesystem shuts down (not by a real call of ours) while directory fsyncs wait: none gets 0"
+
 heldflush_test "another file's failed flush while a request waits: the request gets its filesystem's answer (xfs: its own call's, 0 as bare)"
 
 [ "$n" -eq "$T" ] || echo "# planned $T tests, ran $n"
