@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "journal/domain.h"
+#include "journal/fs.h"
 #include "journal/txn.h"
 #include "policy/policy.h"
 
@@ -96,7 +97,8 @@ int gc_slot_result(const struct gc_txn *t, const struct gc_islot *s)
 
 /* The real calls of a multi-inode transaction go to the kernel together, so
  * they all find the filesystem's journal commit before it has flushed and
- * none needs a flush of its own afterwards. Each owner waits, without the
+ * none needs a flush of its own afterwards, where the filesystem needs it
+ * (GC_FS_RELEASE_WAIT: ext4 without fast commits, btrfs; journal/fs.c). Each owner waits, without the
  * lock, until every live slot has an owner, for a short bounded time.
  *
  * The window is short: ext4 starts its commit at the first fsync, and an
@@ -115,7 +117,7 @@ static void release_together(struct gc_handle *h)
 	uint32_t live = t->t_live, n = __atomic_add_fetch(&t->t_claimed, 1, __ATOMIC_ACQ_REL);
 	uint64_t until;
 
-	if (live < 2 || n >= live)
+	if (live < 2 || n >= live || !(h->h_fs & GC_FS_RELEASE_WAIT))
 		return;
 	until = gc_now_ns() + GC_RELEASE_MAX_NS;
 	while (n < live && gc_now_ns() < until) {

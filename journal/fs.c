@@ -3,8 +3,16 @@
  * reported to the calls that come after it (see journal/fs.h). */
 #include "journal/fs.h"
 
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 static const struct gc_fs gc_fs_table[] = {
 	/* ext2/3/4, with or without fast commits (one f_type): a failed jbd2
@@ -12,7 +20,7 @@ static const struct gc_fs gc_fs_table[] = {
 	 * later fsync of a change it held returns 0 (the next write then
 	 * finds the filesystem read-only). A failed fast commit falls back to
 	 * a full commit, and only that one's failure is reported. */
-	{ 0xEF53, "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL },
+	{ 0xEF53, "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
 	/* xfs: a failed log write shuts the filesystem down, and every later
 	 * fsync of a file fails with EIO by itself; a failed cache flush
 	 * alone (an fdatasync that logged nothing, or the flush after another
@@ -25,17 +33,59 @@ static const struct gc_fs gc_fs_table[] = {
 	 * shutdown came from a log write libgc did not make (the kernel's
 	 * own, another program's). */
 	{ 0x58465342, "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO },
+	/* (xfs, no GC_FS_RELEASE_WAIT: the first log force pushes the whole
+	 * checkpoint, every file written back before it included, whenever
+	 * the other calls come: 4.05 flushes a round both ways) */
 	/* btrfs: a failed log-tree commit is reported to every fsync that
 	 * joined it, which then commits the whole transaction; a failed
 	 * transaction commit aborts it and the filesystem turns read-only:
 	 * every later sync fails (EROFS). A copy-on-write sync always writes
 	 * metadata, so no flush failure is the call's alone. */
-	{ 0x9123683E, "btrfs", GC_FS_GROUP },
+	{ 0x9123683E, "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT },
 	/* f2fs: not examined here; the cautious rule */
-	{ 0xF2F52010, "f2fs", GC_FS_GROUP | GC_FS_HELD_FAIL },
+	{ 0xF2F52010, "f2fs", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
 	/* tmpfs: nothing to flush, nothing that fails */
 	{ 0x01021994, "tmpfs", GC_FS_GROUP },
 };
+
+/* ext4 with fast commits: an fsync that comes while a fast commit runs
+ * waits for it and returns if its change was in it, and the fast commit
+ * carries every inode changed before it began: the calls need not wait
+ * for each other, a fast commit lasts two flushes (4 flushes a round when
+ * they come after it). The failure rule is ext4's. */
+static const struct gc_fs gc_fs_ext4_fc = {
+	0xEF53, "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL
+};
+
+/* Is the ext4 filesystem on @dev using fast commits? ext4 lists the
+ * feature among its options in /proc/fs/ext4/NAME/options (as
+ * fc_debug_force, the option that also turns it on), NAME being the block
+ * device's name. Raw system calls: open and read are the shim's names. */
+static bool ext4_fast_commit(dev_t dev)
+{
+	char link[256], path[320], buf[2048];
+	const char *name;
+	ssize_t n, got = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	n = syscall(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	name = strrchr(link, '/');
+	name = name ? name + 1 : link;
+	snprintf(path, sizeof(path), "/proc/fs/ext4/%s/options", name);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (got < (ssize_t)sizeof(buf) - 1 &&
+	       (n = syscall(SYS_read, fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += n;
+	syscall(SYS_close, fd);
+	buf[got] = '\0';
+	return strstr(buf, "\nfc_debug_force\n") != NULL;
+}
 
 /* Elsewhere (FUSE passes the caller's file handle, NFS and CIFS sync what
  * that open file wrote) one call may not cover another descriptor's data:
@@ -49,8 +99,14 @@ const struct gc_fs *gc_fs_of(int fd)
 
 	if (fstatfs(fd, &sf) < 0)
 		return &gc_fs_other;
-	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++)
-		if (gc_fs_table[i].fs_type == (unsigned long)sf.f_type)
-			return &gc_fs_table[i];
+	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++) {
+		struct stat st;
+
+		if (gc_fs_table[i].fs_type != (unsigned long)sf.f_type)
+			continue;
+		if (sf.f_type == 0xEF53 && fstat(fd, &st) == 0 && ext4_fast_commit(st.st_dev))
+			return &gc_fs_ext4_fc;
+		return &gc_fs_table[i];
+	}
 	return &gc_fs_other;
 }

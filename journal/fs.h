@@ -21,6 +21,11 @@ enum {
 	 * lost, and fstat EIO: a real call's 0 is checked with fstat
 	 * (gc_commit_dead_check) */
 	GC_FS_DEAD_EIO = 8,
+	/* the real calls of a multi-file transaction wait for each other, so
+	 * that they all reach the filesystem before its commit has written
+	 * its blocks (journal/commit.c release_together): where a call that
+	 * comes later pays a commit of its own */
+	GC_FS_RELEASE_WAIT = 16,
 };
 
 struct gc_fs {
@@ -30,6 +35,7 @@ struct gc_fs {
 };
 
 /* The entry for @fd's filesystem; one with no flags (direct calls only)
- * when it is not in the table or cannot be told. */
+ * when it is not in the table or cannot be told. ext4 with fast commits
+ * has an entry of its own (one f_type, told by the mount's options). */
 const struct gc_fs *gc_fs_of(int fd);
 #endif

@@ -353,7 +353,8 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	 * a direct call. */
 	for (rejoined = false;; rejoined = true) {
 		h = (struct gc_handle){ .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
-					.h_tid = gc_gettid(), .h_pid = gc_getpid() };
+					.h_tid = gc_gettid(), .h_pid = gc_getpid(),
+					.h_fs = fs_flags(d) };
 		if (!gc_domain_lock(d))
 			return held_result(d, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
