@@ -75,7 +75,12 @@ for fs in $list; do
 		not_ok "$fs: the durability matrix" "slowdisk up failed: $(tail -n 3 "$out")"
 	else
 		rc=0
-		E2E_DIR_BASE=$mnt timeout 900 "$DURABLE" --jobs 1 >"$out" 2>&1 || rc=$?
+		# The policy's own rules of when to hand a request back are
+		# timed on ext4 in make test; here, what every filesystem must
+		# keep: the durability rule.
+		E2E_DIR_BASE=$mnt timeout 900 "$DURABLE" --jobs 1 \
+			--filter 'durable/!(a_thread_a_step_off_is_put_back_in_step|no_hand_back_where_directory_commits_are_not_cheap)' \
+			>"$out" 2>&1 || rc=$?
 		syn=$(grep -a 'Synthesis:' "$out" | tail -n 1)
 		t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$syn")
 		f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$syn")
@@ -97,10 +102,14 @@ for fs in $list; do
 		relay "$fs" < <(SLOWDISK_FS=$fs bash tests/crash/eio.sh 2>&1)
 	fi
 
-	# Power cuts: a trial under libgc and its fsync-disabled control
-	# (full: make crashtest runs 50 of each).
-	if [ "$pass" = short ]; then
-		relay "$fs" < <(bash tests/crash/crashtrial --fs "$fs" --trials 1 --tap 2>&1)
+	# Power cuts: two trials under libgc and their fsync-disabled
+	# controls (make crashtest runs 50 of each). Not on ext4 with fast
+	# commits: it loses fsynced data at a power cut bare on this disk,
+	# which make crashtest shows beside its trials.
+	if [ "$pass" = short ] && [ "$fs" = ext4-fc ]; then
+		ok "$fs: power cuts # SKIP bare ext4 with fast commits loses fsynced data at a power cut here (make crashtest runs it beside bare)"
+	elif [ "$pass" = short ]; then
+		relay "$fs" < <(bash tests/crash/crashtrial --fs "$fs" --trials 2 --tap 2>&1)
 	fi
 done
 rm -f "$out"

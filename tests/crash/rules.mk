@@ -16,16 +16,22 @@ CRASH_FS ?= ext4 ext4-fc xfs btrfs
 # Both loads on each filesystem: records appended to files, then messages
 # delivered to a spool. Every series runs; the target fails if one did.
 # INTENT=1: libgc with its intent log, recovered before each check.
+# ext4 with fast commits loses fsynced data at a power cut bare on this disk
+# (tests/crash/README.md): its series also run bare, and one whose library
+# losses come with bare losses is reported as not judged (status 3).
 CRASH_INTENT = $(if $(filter 1,$(INTENT)),--intent)
+CRASH_ARGS = --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) $(CRASH_INTENT)
+crash_one = bash tests/crash/crashtrial --fs $$fs $(1) $(CRASH_ARGS) \
+	$$([ $$fs = ext4-fc ] && echo --bare) || { r=$$?; [ $$r = 3 ] || rc=1; }
 crashtest: deps $(CRASH_BINS) $(LIB) $(B)/gcrun $(B)/tests/slowdisk/slowdiskd
 	$(Q)rc=0; for fs in $(CRASH_FS); do \
-		bash tests/crash/crashtrial --fs $$fs --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) $(CRASH_INTENT) || rc=1; \
-		bash tests/crash/crashtrial --fs $$fs --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) $(CRASH_INTENT) || rc=1; \
+		$(call crash_one,); \
+		$(call crash_one,--load spool); \
 	done; exit $$rc
 
 crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 	$(Q)rc=0; for fs in $(CRASH_FS); do \
-		bash tests/crash/crashtrial --fs $$fs --load spool --trials $(TRIALS) $(if $(SEED),--seed $(SEED)) || rc=1; \
+		$(call crash_one,--load spool); \
 	done; exit $$rc
 
 .PHONY: crashtest crashtest-spool
