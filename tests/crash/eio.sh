@@ -295,8 +295,10 @@ else
 		if [ "$FLUSH_RECOVERS" = 1 ]; then
 			load_test recoverable "$@"
 		else
+			local t=$1
+			shift
 			fresh_disk
-			load_test abort "$FS (a failed flush aborts): $*"
+			load_test abort "$FS (a failed flush aborts): $t" "$@"
 		fi
 	}
 	flush_load "flush EIO, 8 threads with a descriptor each: failures are EIO from a failed real call, no uncovered success, all recover" -t 8
