@@ -280,7 +280,7 @@ fresh_seq_test() {
 }
 
 # EIO_QUICK=1 (make test on the other filesystems): only the tests of the
-# held-request rule, 11-13; make crashtest-fs runs them all.
+# held-request rule, 11-14; make crashtest-fs runs them all.
 if [ "${EIO_QUICK:-0}" = 1 ]; then
 	for i in $(seq 10); do
 		n=$((n + 1))
