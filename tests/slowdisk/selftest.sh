@@ -8,8 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SD=tests/slowdisk/slowdisk
 PROBE=build/tests/slowdisk/sdprobe
 ID=$$
-NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID")
-T=7
+NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID" "st-dead-$ID" "st-next-$ID")
+T=8
 
 echo "1..$T"
 
@@ -216,3 +216,30 @@ else
 		"status $rc, stdout: '$out'" "stderr: $err"
 fi
 sd down --name "$name" >/dev/null 2>&1 || true
+
+# ---- 8: a disk whose daemon was killed stops no other disk coming up ----
+# Its FUSE mount answers ENOTCONN and its loop device stays mounted, as a
+# test killed by a timeout leaves them; mkfs.btrfs asks every mounted loop
+# device for its backing file.
+dead=${NAMES[5]}
+next=${NAMES[6]}
+up --name "$dead" --flush-us 0 --size-mb 64
+if [ -z "$M" ]; then
+	not_ok "a killed disk beside: ext4, xfs and btrfs disks still come up" "up failed"
+else
+	kill -9 "$(cat "${SLOWDISK_STATE:-/run/libgc-slowdisk}/$dead/daemon.pid")" 2>/dev/null || true
+	sleep 0.2
+	failed=""
+	for fs in ext4 xfs btrfs; do
+		up --name "$next" --fs "$fs" --flush-us 0
+		[ -n "$M" ] || failed+=" $fs"
+		sd down --name "$next" >/dev/null 2>&1 || failed+=" $fs(down)"
+	done
+	sd down --name "$dead" >/dev/null 2>&1 || failed+=" down-of-the-dead-disk"
+	if [ -z "$failed" ] && ! grep -q "/$dead/" /proc/self/mounts; then
+		ok "a killed disk beside: ext4, xfs and btrfs disks still come up, and the dead one goes down"
+	else
+		not_ok "a killed disk beside: ext4, xfs and btrfs disks still come up" \
+			"failed:${failed:- none}; still mounted: $(grep -c "/$dead/" /proc/self/mounts)"
+	fi
+fi
