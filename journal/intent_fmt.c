@@ -157,7 +157,8 @@ static bool rec_ok(const struct gi_hdr *h, const uint8_t *buf, uint64_t off, uin
 	    memcmp(r->r_id, h->h_id, sizeof(r->r_id)) || r->r_len < GI_ALIGN ||
 	    r->r_len % GI_ALIGN || r->r_len > bufsz || off + r->r_len > h->h_size)
 		return false;
-	if (r->r_type != GI_DATA && r->r_type != GI_RETIRE && r->r_type != GI_WRAP)
+	if (r->r_type != GI_DATA && r->r_type != GI_RETIRE && r->r_type != GI_WRAP &&
+	    r->r_type != GI_REFUSED)
 		return false;
 	if (r->r_hlen > GI_HANDLE_MAX || r->r_plen > GI_PATH_MAX ||
 	    gi_rec_len(r->r_hlen, r->r_plen, r->r_dlen) != r->r_len)
@@ -255,8 +256,10 @@ static int plan_visit(void *ctx, const struct gi_found *f)
 	e->pe_fid.f_htype = f->fo_rec->r_htype;
 	e->pe_fid.f_hlen = f->fo_rec->r_hlen;
 	memcpy(e->pe_fid.f_handle, f->fo_handle, f->fo_rec->r_hlen);
-	e->pe_upto = f->fo_rec->r_upto;
+	e->pe_upto = f->fo_rec->r_type == GI_REFUSED ? f->fo_rec->r_size : f->fo_rec->r_upto;
 	e->pe_live = f->fo_rec->r_type == GI_DATA;
+	if (f->fo_rec->r_type == GI_REFUSED && !p->p_refused)
+		p->p_refused = f->fo_rec->r_size ? f->fo_rec->r_size : 1;
 	return 0;
 }
 

@@ -17,7 +17,10 @@
 #define GI_PATH_MAX 1024
 #define GI_MIN_SIZE (1u << 20)
 
-enum gi_type { GI_DATA = 1, GI_RETIRE = 2, GI_WRAP = 3 };
+/* REFUSED: a process could not replay the records before it and ran on
+ * with real calls from r_size (CLOCK_REALTIME ns): they may only be
+ * replayed into files not changed since. */
+enum gi_type { GI_DATA = 1, GI_RETIRE = 2, GI_WRAP = 3, GI_REFUSED = 4 };
 
 /* One of the two copies at 0 and GI_ALIGN. */
 struct gi_hdr {
@@ -135,13 +138,14 @@ struct gi_plan_ent {
 	uint32_t pe_len;
 	uint32_t pe_type;
 	struct gi_fid pe_fid;
-	uint64_t pe_upto;	/* RETIRE */
+	uint64_t pe_upto;	/* RETIRE; REFUSED: its time */
 	bool pe_live;		/* DATA to replay */
 };
 struct gi_plan {
 	struct gi_plan_ent *p_ents;
 	size_t p_n, p_cap;
 	struct gi_end p_end;
+	uint64_t p_refused;	/* the first REFUSED record's time (0: none) */
 };
 /* Scans @h's log into @p (malloc'ed entries; gi_plan_free). 0 or -errno. */
 int gi_plan_build(const struct gi_hdr *h, gi_read_fn rd, void *rctx, struct gi_plan *p);

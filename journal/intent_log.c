@@ -107,6 +107,63 @@ int gi_log_write_header(int fd, struct gi_hdr *h)
 	return r;
 }
 
+static int refused_visit(void *ctx, const struct gi_found *f)
+{
+	uint64_t *t = ctx;
+
+	if (f->fo_rec->r_type == GI_REFUSED && !*t)
+		*t = f->fo_rec->r_size ? f->fo_rec->r_size : 1;
+	return 0;
+}
+
+int64_t gi_log_state(int fd, struct gi_end *end, uint64_t *refused)
+{
+	size_t bufsz = gi_rec_len(GI_HANDLE_MAX, GI_PATH_MAX, 0) + (4u << 20);
+	uint8_t *buf = malloc(bufsz);
+	struct gi_hdr h;
+	int r = gi_log_header(fd, &h);
+
+	*refused = 0;
+	if (!buf)
+		return -ENOMEM;
+	if (!r)
+		r = gi_scan(&h, gi_log_read, &fd, buf, bufsz, refused_visit, refused, end);
+	free(buf);
+	return r < 0 ? r : (int64_t)end->e_records;
+}
+
+static int first_visit(void *ctx, const struct gi_found *f)
+{
+	return 1;
+}
+
+int gi_log_dirty(int fd)
+{
+	uint8_t blk[GI_ALIGN], *buf;
+	const struct gi_rec *rec = (const struct gi_rec *)blk;
+	struct gi_hdr h;
+	struct gi_end end;
+	int r = gi_log_header(fd, &h);
+
+	if (r < 0)
+		return r;
+	r = gi_sys_pread(fd, blk, sizeof(blk), h.h_ckpt_off);
+	if (r < 0)
+		return r;
+	if (rec->r_magic != GI_REC_MAGIC || rec->r_seq != h.h_ckpt_seq ||
+	    memcmp(rec->r_id, h.h_id, sizeof(h.h_id)))
+		return 0;
+	/* it looks like one: the scan checks it whole (a torn one is not) */
+	if (rec->r_len < GI_ALIGN || rec->r_len > (64u << 20))
+		return 0;
+	buf = malloc(rec->r_len);
+	if (!buf)
+		return -ENOMEM;
+	r = gi_scan(&h, gi_log_read, &fd, buf, rec->r_len, first_visit, NULL, &end);
+	free(buf);
+	return r < 0 ? r : end.e_records > 0;
+}
+
 int64_t gi_log_pending(int fd, struct gi_end *end)
 {
 	size_t bufsz = gi_rec_len(GI_HANDLE_MAX, GI_PATH_MAX, 0) + (4u << 20);
@@ -253,6 +310,13 @@ int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg)
 	fd = gi_sys_open(path, dry ? O_RDONLY : O_RDWR, 0);
 	if (fd < 0)
 		return fd;
+	if (!dry) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+		/* one recovery at a time (a tool, gcd, a process at start-up) */
+		while (syscall(SYS_fcntl, fd, F_OFD_SETLKW, &fl) < 0 && errno == EINTR)
+			;
+	}
 	r = gi_log_header(fd, &h);
 	if (!r)
 		r = gi_plan_build(&h, gi_log_read, &fd, &p);
@@ -294,12 +358,28 @@ int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg)
 				r = files[nf].of_fd;
 				break;
 			}
+			/* refused before: a file changed since went on without
+			 * these records, and they must not go over its bytes */
+			if (files[nf].of_fd >= 0 && p.p_refused && fstat(files[nf].of_fd, &st) == 0 &&
+			    (uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec >=
+				    p.p_refused) {
+				if (msg)
+					fprintf(msg,
+						"intent recovery: %s: changed since the log was refused; its records are not replayed\n",
+						fpath);
+				gi_sys_close(files[nf].of_fd);
+				files[nf].of_fd = -ESRCH;
+			}
 			nf++;
 		}
 		ffd = files[k].of_fd;
 		if (dry) {
 			rc->rc_replayed++;
 			rc->rc_bytes += rec->r_dlen;
+			continue;
+		}
+		if (ffd == -ESRCH) {
+			rc->rc_stale++;
 			continue;
 		}
 		if (ffd < 0) {

@@ -35,14 +35,25 @@ struct gi_recovery {
 	uint64_t rc_skipped;	/* DATA records of deleted files */
 	uint64_t rc_files;	/* files written and fsynced */
 	uint64_t rc_bytes;
+	uint64_t rc_stale;	/* DATA records of files changed since the log
+				 * was refused: not replayed */
 };
 /* Replays the log at @path into its files, fsyncs them, then marks the log
  * clean. Idempotent; a crash in the middle leaves it to be run again. With
- * @dry, only counts. Messages (one line each) go to @msg when not NULL. */
+ * @dry, only counts. Messages (one line each) go to @msg when not NULL.
+ * Recoveries of one log run one at a time (an OFD lock on it). A log a
+ * process refused (a REFUSED record) is replayed only into the files not
+ * changed since (ctime before it): the others went on without it. */
 int gi_log_recover(const char *path, int dry, struct gi_recovery *rc, FILE *msg);
 /* Tests: when nonzero, recovery stops after this many records written
  * back, before any fsync or header: a power cut in the middle of it. */
 extern unsigned long gi_recover_stop_after;
 /* Records after the checkpoint of the open log @fd (0: clean); -errno. */
 int64_t gi_log_pending(int fd, struct gi_end *end);
+/* The same, and *@refused: the time of a REFUSED record among them (0:
+ * none). */
+int64_t gi_log_state(int fd, struct gi_end *end, uint64_t *refused);
+/* Does a valid record follow the checkpoint of @fd? Reads the first one
+ * only: 1, 0, or -errno. */
+int gi_log_dirty(int fd);
 #endif

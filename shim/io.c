@@ -45,7 +45,9 @@ static int sync_fd(int fd, bool full)
 
 	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
-		r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
+		r = unlikely(gc_intent_on) ? gc_intent_nested_sync(fd, !full) : GC_INTENT_PASS;
+		if (r == GC_INTENT_PASS)
+			r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
 	} else {
 		uint64_t t0 = gc_now_ns(), ns;
 		bool grouped;
@@ -322,25 +324,28 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	ssize_t n;
 
 	int64_t pos = (flags & RWF_APPEND_) || off < 0 ? -1 : off;
+	int64_t where = unlikely(gc_intent_on) ? gc_intent_where(off, flags) : 0;
 	uint64_t pre = gc_intent_before(fd);
+	/* the kernel makes the bytes durable itself: the intent log retires */
+	uint64_t ksync = pre && (flags & (RWF_SYNC | RWF_DSYNC)) ? GC_INTENT_TOK_KSYNC : 0;
 
 	if (!real)
 		real = raw_pwritev2;
 	if (likely(!want))
-		return dirty_after(fd, pos, gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre),
+		return dirty_after(fd, pos, gc_intent_after(fd, where, real(fd, iov, cnt, off, flags), pre),
 				   token);
 	if (gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
-		return gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre);
+		return gc_intent_after(fd, where, real(fd, iov, cnt, off, flags), pre | ksync);
 	if (!conv) {
 		int saved = errno;
 
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			errno = saved;
-			return gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags), pre);
+			return gc_intent_after(fd, where, real(fd, iov, cnt, off, flags), pre | ksync);
 		}
 		errno = saved;
 	}
-	n = gc_intent_after(fd, pos, real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC)), pre);
+	n = gc_intent_after(fd, where, real(fd, iov, cnt, off, flags & ~(RWF_SYNC | RWF_DSYNC)), pre);
 	if (n <= 0)
 		return n;
 	if (!conv) /* RWF_*SYNC on a regular file we do not track */
@@ -373,42 +378,54 @@ GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t 
  * copy_file_range) is made durable the same way as a write. */
 GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 {
+	uint64_t itok;
+
 	if (unlikely(!gc_init()))
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile(out_fd, in_fd, off, count), 0),
+	itok = gc_intent_before(out_fd);
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile(out_fd, in_fd, off, count), itok),
 				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 {
+	uint64_t itok;
+
 	if (unlikely(!gc_init()))
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile64);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile64(out_fd, in_fd, off, count), 0),
+	itok = gc_intent_before(out_fd);
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile64(out_fd, in_fd, off, count), itok),
 				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
 			 size_t len, unsigned int flags)
 {
+	uint64_t itok;
+
 	if (unlikely(!gc_init()))
 		return syscall(SYS_splice, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(splice);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags), 0),
+	itok = gc_intent_before(out_fd);
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags), itok),
 				   gc_fd_token(out_fd));
 }
 
 GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 				  off64_t *out_off, size_t len, unsigned int flags)
 {
+	uint64_t itok;
+
 	if (unlikely(!gc_init()))
 		return syscall(SYS_copy_file_range, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(copy_file_range);
+	itok = gc_intent_before(out_fd);
 	return gc_sync_after_write(out_fd,
 				   gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN,
 						   gc_real.copy_file_range(in_fd, in_off, out_fd,
 									   out_off, len, flags),
-						   0),
+						   itok),
 				   gc_fd_token(out_fd));
 }

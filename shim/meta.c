@@ -13,73 +13,91 @@
 #include "journal/intent.h"
 #include "shim/shim.h"
 
+/* The call, counted as a change of the file and, with the intent log on,
+ * its file checkpointed first when it has records there. */
+#define META(tok, call)                                                             \
+	({                                                                          \
+		__typeof__(call) r_ = (call);                                       \
+		if (unlikely(tok))                                                  \
+			gc_intent_meta_done(tok);                                   \
+		r_;                                                                 \
+	})
 #define META_PATH(dirfd, path, how)                                                 \
-	do {                                                                        \
-		if (unlikely(gc_intent_on) && !gc_disabled)                         \
-			gc_intent_meta_path(dirfd, path, how);                      \
-	} while (0)
+	(unlikely(gc_intent_on) && !gc_disabled ? gc_intent_meta_path(dirfd, path, how) : 0)
 #define META_FD(fd, mapped)                                                         \
-	do {                                                                        \
-		if (unlikely(gc_intent_on) && !gc_disabled)                         \
-			gc_intent_meta_fd(fd, mapped);                              \
-	} while (0)
+	(unlikely(gc_intent_on) && !gc_disabled ? gc_intent_meta_fd(fd, mapped) : 0)
 
 GC_EXPORT int truncate(const char *path, off_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate);
-	META_PATH(AT_FDCWD, path, 0);
-	return gc_real.truncate(path, len);
+	t = META_PATH(AT_FDCWD, path, 0);
+	return META(t, gc_real.truncate(path, len));
 }
 
 GC_EXPORT int truncate64(const char *path, off64_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate64);
-	META_PATH(AT_FDCWD, path, 0);
-	return gc_real.truncate64(path, len);
+	t = META_PATH(AT_FDCWD, path, 0);
+	return META(t, gc_real.truncate64(path, len));
 }
 
 GC_EXPORT int ftruncate(int fd, off_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_ftruncate, fd, len);
 	GC_COUNT(ftruncate);
-	META_FD(fd, false);
-	return gc_real.ftruncate(fd, len);
+	t = META_FD(fd, false);
+	return META(t, gc_real.ftruncate(fd, len));
 }
 
 GC_EXPORT int ftruncate64(int fd, off64_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_ftruncate, fd, len);
 	GC_COUNT(ftruncate64);
-	META_FD(fd, false);
-	return gc_real.ftruncate64(fd, len);
+	t = META_FD(fd, false);
+	return META(t, gc_real.ftruncate64(fd, len));
 }
 
 GC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate);
-	META_FD(fd, false);
-	return gc_real.fallocate(fd, mode, off, len);
+	t = META_FD(fd, false);
+	return META(t, gc_real.fallocate(fd, mode, off, len));
 }
 
 GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate64);
-	META_FD(fd, false);
-	return gc_real.fallocate64(fd, mode, off, len);
+	t = META_FD(fd, false);
+	return META(t, gc_real.fallocate64(fd, mode, off, len));
 }
 
 GC_EXPORT int rename(const char *from, const char *to)
 {
+	uint64_t t = 0, u = 0;
+	int r;
+
 	if (unlikely(!gc_init()))
 #ifdef SYS_rename
 		return (int)syscall(SYS_rename, from, to);
@@ -87,34 +105,51 @@ GC_EXPORT int rename(const char *from, const char *to)
 		return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0);
 #endif
 	GC_COUNT(rename);
-	META_PATH(AT_FDCWD, from, GC_INTENT_NOFOLLOW);
-	META_PATH(AT_FDCWD, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return gc_real.rename(from, to);
+	u = META_PATH(AT_FDCWD, from, GC_INTENT_NOFOLLOW);
+	t = META_PATH(AT_FDCWD, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
+	r = META(t, gc_real.rename(from, to));
+	if (unlikely(u))
+		gc_intent_meta_done(u);
+	return r;
 }
 
 GC_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
+	uint64_t t = 0, u = 0;
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_renameat2, fromfd, from, tofd, to, 0);
 	GC_COUNT(renameat);
-	META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
-	META_PATH(tofd, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return gc_real.renameat(fromfd, from, tofd, to);
+	u = META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
+	t = META_PATH(tofd, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
+	r = META(t, gc_real.renameat(fromfd, from, tofd, to));
+	if (unlikely(u))
+		gc_intent_meta_done(u);
+	return r;
 }
 
 GC_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
 			unsigned int flags)
 {
+	uint64_t t = 0, u = 0;
+	int r;
+
 	if (unlikely(!gc_init()) || !gc_real.renameat2)
 		return (int)syscall(SYS_renameat2, fromfd, from, tofd, to, flags);
 	GC_COUNT(renameat2);
-	META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
-	META_PATH(tofd, to, GC_INTENT_NOFOLLOW | (flags & RENAME_EXCHANGE ? 0 : GC_INTENT_GONE));
-	return gc_real.renameat2(fromfd, from, tofd, to, flags);
+	u = META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
+	t = META_PATH(tofd, to, GC_INTENT_NOFOLLOW | (flags & RENAME_EXCHANGE ? 0 : GC_INTENT_GONE));
+	r = META(t, gc_real.renameat2(fromfd, from, tofd, to, flags));
+	if (unlikely(u))
+		gc_intent_meta_done(u);
+	return r;
 }
 
 GC_EXPORT int unlink(const char *path)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 #ifdef SYS_unlink
 		return (int)syscall(SYS_unlink, path);
@@ -122,18 +157,20 @@ GC_EXPORT int unlink(const char *path)
 		return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 #endif
 	GC_COUNT(unlink);
-	META_PATH(AT_FDCWD, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return gc_real.unlink(path);
+	t = META_PATH(AT_FDCWD, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
+	return META(t, gc_real.unlink(path));
 }
 
 GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_unlinkat, dirfd, path, flags);
 	GC_COUNT(unlinkat);
 	if (!(flags & AT_REMOVEDIR))
-		META_PATH(dirfd, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return gc_real.unlinkat(dirfd, path, flags);
+		t = META_PATH(dirfd, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
+	return META(t, gc_real.unlinkat(dirfd, path, flags));
 }
 
 /* A writable shared mapping: its stores are never seen, so the file is
@@ -142,20 +179,24 @@ GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 
 GC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	GC_COUNT(mmap);
 	if (MAPS_WRITES(prot, flags, fd))
-		META_FD(fd, true);
-	return gc_real.mmap(addr, len, prot, flags, fd, off);
+		t = META_FD(fd, true);
+	return META(t, gc_real.mmap(addr, len, prot, flags, fd, off));
 }
 
 GC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
+	uint64_t t = 0;
+
 	if (unlikely(!gc_init()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	GC_COUNT(mmap64);
 	if (MAPS_WRITES(prot, flags, fd))
-		META_FD(fd, true);
-	return gc_real.mmap64(addr, len, prot, flags, fd, off);
+		t = META_FD(fd, true);
+	return META(t, gc_real.mmap64(addr, len, prot, flags, fd, off));
 }

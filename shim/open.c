@@ -309,14 +309,10 @@ static int open_converted(enum open_variant v, int dirfd, const char *path,
 	return fd;
 }
 
-static int open_common(enum open_variant v, int dirfd, const char *path, int flags,
-		       mode_t mode)
+static int open_plain(enum open_variant v, int dirfd, const char *path, int flags,
+		      mode_t mode)
 {
 	int saved = errno, r;
-
-	/* an O_TRUNC open of a file with intent records checkpoints it first */
-	if (unlikely(gc_intent_on) && (flags & O_TRUNC) && !gc_disabled)
-		gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
 
 	/* Not in a child made without atfork (vfork, clone): the table and
 	 * counters may be its parent's. */
@@ -331,6 +327,22 @@ static int open_common(enum open_variant v, int dirfd, const char *path, int fla
 		return -1;
 	}
 	errno = saved;
+	return r;
+}
+
+static int open_common(enum open_variant v, int dirfd, const char *path, int flags,
+		       mode_t mode)
+{
+	uint64_t t;
+	int r;
+
+	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled)
+		return open_plain(v, dirfd, path, flags, mode);
+	/* an O_TRUNC open changes the file: counted, and a file with intent
+	 * records is checkpointed first */
+	t = gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
+	r = open_plain(v, dirfd, path, flags, mode);
+	gc_intent_meta_done(t);
 	return r;
 }
 
@@ -780,6 +792,9 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(fdopen)(fd, mode);
 	GC_COUNT(fdopen);
+	/* stdio's own writes are not seen: a file in scope is never logged */
+	if (unlikely(gc_intent_on) && !gc_disabled)
+		gc_intent_fdopen(fd, mode);
 	if (!gc_fd_get(fd) || !gc_self())
 		return gc_real.fdopen(fd, mode);
 	taken = gc_fd_swap_lock();

@@ -46,11 +46,28 @@ static int sync_common(int fd, bool datasync)
 	return 0;
 }
 
+/* Nested or from a signal handler, with the intent log on: the real call,
+ * and the RETIRE of the file's records (journal/intent.h). */
+static int nested_intent(int fd, bool datasync)
+{
+	int r = gc_intent_nested_sync(fd, datasync);
+
+	if (r == GC_INTENT_PASS)
+		return datasync ? gc_real.fdatasync(fd) : gc_real.fsync(fd);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return 0;
+}
+
 GC_EXPORT int fsync(int fd)
 {
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fsync, fd);
 	GC_COUNT(fsync);
+	if (unlikely(gc_intent_on) && gc_depth)
+		return nested_intent(fd, false);
 	if (gc_disabled || gc_depth)
 		return gc_real.fsync(fd);
 	return sync_common(fd, false);
@@ -61,6 +78,8 @@ GC_EXPORT int fdatasync(int fd)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fdatasync, fd);
 	GC_COUNT(fdatasync);
+	if (unlikely(gc_intent_on) && gc_depth)
+		return nested_intent(fd, true);
 	if (gc_disabled || gc_depth)
 		return gc_real.fdatasync(fd);
 	return sync_common(fd, true);

@@ -59,9 +59,10 @@ int gcrun_intent_recover(const char *path)
 		fprintf(stderr, "gcrun: --recover %s: %s\n", path, strerror(-r));
 		return 1;
 	}
-	printf("gcrun: recovered %s: records=%llu replayed=%llu retired=%llu skipped=%llu files=%llu bytes=%llu\n",
+	printf("gcrun: recovered %s: records=%llu replayed=%llu retired=%llu skipped=%llu stale=%llu files=%llu bytes=%llu\n",
 	       path, (unsigned long long)rc.rc_records, (unsigned long long)rc.rc_replayed,
 	       (unsigned long long)rc.rc_retired, (unsigned long long)rc.rc_skipped,
-	       (unsigned long long)rc.rc_files, (unsigned long long)rc.rc_bytes);
+	       (unsigned long long)rc.rc_stale, (unsigned long long)rc.rc_files,
+	       (unsigned long long)rc.rc_bytes);
 	return 0;
 }

@@ -37,8 +37,9 @@ int main(int argc, char **argv)
 	c = argv[1];
 	snprintf(f, sizeof(f), "%s/f", argv[2]);
 	snprintf(g, sizeof(g), "%s/g", argv[2]);
-	if (!strcmp(c, "probe")) { /* one sync of a file in scope, then a clean exit */
-		fd = open(f, O_RDWR | O_CREAT, 0644);
+	if (!strcmp(c, "probe") || !strcmp(c, "probeg")) {
+		/* one sync of a file in scope (f, or g), then a clean exit */
+		fd = open(strcmp(c, "probe") ? g : f, O_RDWR | O_CREAT, 0644);
 		if (fd < 0)
 			die("open");
 		put(fd, "p", 1, 0);
