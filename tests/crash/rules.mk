@@ -8,7 +8,8 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
 
 ALL_BINS    += $(CRASH_BINS)
-TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh
+TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh \
+	       tests/crash/intent_cases.sh
 
 TRIALS ?= 10
 # Every filesystem the slow disk makes (CRASH_FS="xfs" for one).

@@ -1,0 +1,578 @@
+/* The intent log's power-cut cases (tests/crash/intent_cases.sh): each case
+ * makes a file durable once, acknowledges a write through the log, then
+ * does what the case attacks and a last sync; after every sync returned,
+ * the bytes each file held are copied to EXP/NAME (what the program was
+ * told is durable), "ready" is printed and the process stops itself, so
+ * that no checkpoint runs before the harness cuts the power.
+ *
+ *   intentcut CASE DIR EXP        (and "intentcut writer FILE OFF" for spawn)
+ *
+ * "walk" writes through every write-family name of shim/syms.def (each
+ * pwritev2 flag too) into a file of its own, then syncs; a name of the
+ * list that is neither walked nor named as no write here fails the case. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RWF_HIPRI
+#define RWF_HIPRI 0x01
+#endif
+#ifndef RWF_DSYNC
+#define RWF_DSYNC 0x02
+#endif
+#ifndef RWF_SYNC
+#define RWF_SYNC 0x04
+#endif
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x08
+#endif
+#ifndef RWF_APPEND
+#define RWF_APPEND 0x10
+#endif
+#define RWF_NOAPPEND_ 0x20
+#define RWF_DONTCACHE_ 0x80
+
+extern char **environ;
+static const char *dir, *exp_dir;
+static char names[64][64];
+static struct timespec t_start, t_end;
+static int nnames;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "intentcut: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void put(int fd, const void *s, size_t n, off_t off)
+{
+	if (pwrite(fd, s, n, off) != (ssize_t)n)
+		die("pwrite");
+}
+
+static void sync_fd(int fd)
+{
+	if (fsync(fd))
+		die("fsync");
+}
+
+/* A file of 16 KiB made durable by a first (real) sync, then a small
+ * write acknowledged through the log. */
+static int prepare(const char *name)
+{
+	char path[4096], buf[16384];
+	int fd, d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	memset(buf, 'a', sizeof(buf));
+	put(fd, buf, sizeof(buf), 0);
+	sync_fd(fd);
+	d = open(dir, O_RDONLY | O_DIRECTORY);
+	if (d < 0 || fsync(d))
+		die("fsync dir");
+	close(d);
+	put(fd, "L1L1", 4, 0);
+	sync_fd(fd);
+	snprintf(names[nnames++], sizeof(names[0]), "%s", name);
+	return fd;
+}
+
+/* The acknowledged state: every file's bytes now, copied outside the disk. */
+static void ready(void)
+{
+	char path[8192], buf[65536];
+	int i;
+
+	for (i = 0; i < nnames; i++) {
+		ssize_t n;
+		int in, out;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		in = open(path, O_RDONLY);
+		snprintf(path, sizeof(path), "%s/%s", exp_dir, names[i]);
+		out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0)
+			die("open for the copy");
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, (size_t)n) != n)
+				die("write the copy");
+		close(in);
+		close(out);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t_end);
+	/* a checkpoint (every second) would make everything durable, and
+	 * the case prove nothing: the harness notes a slow run */
+	printf("ready %ld ms\n", (long)((t_end.tv_sec - t_start.tv_sec) * 1000 +
+					(t_end.tv_nsec - t_start.tv_nsec) / 1000000));
+	fflush(stdout);
+	raise(SIGSTOP);
+	_exit(0);
+}
+
+/* Another libgc process writes "BBBB" at @off and exits, syncing nothing. */
+static void spawn_writer(const char *name, off_t off)
+{
+	char path[4096], offs[32], self[4096];
+	char *argv[] = { self, "writer", path, offs, NULL };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+	int st;
+
+	if (n < 0)
+		die("readlink");
+	self[n] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(offs, sizeof(offs), "%lld", (long long)off);
+	if (posix_spawn(&pid, self, NULL, NULL, argv, environ) != 0)
+		die("posix_spawn");
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("writer");
+}
+
+/* ---- the walk ---- */
+
+/* Every name of shim/syms.def: walked here, or why it writes no bytes. */
+static const struct {
+	const char *name, *why;
+} syms[] = {
+#define SYM(ret, name, args) { #name, NULL },
+#include "shim/syms.def"
+#undef SYM
+};
+static const char *const walked[] = { "write", "pwrite", "pwrite64", "writev", "pwritev",
+				      "pwritev64", "pwritev2", "pwritev64v2", "sendfile",
+				      "sendfile64", "splice", "copy_file_range", "fdopen" };
+/* Names that change a file other than through its bytes (tests/e2e/intent.sh
+ * covers each: truncate, fallocate, rename, unlink, mmap, O_TRUNC) or write
+ * nothing. */
+static const char *const not_writes[] = {
+	"fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync", "open", "open64",
+	"openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat",
+	"creat64", "close", "close_range", "dup", "dup2", "dup3", "fcntl", "fcntl64", "execve",
+	"execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "posix_spawn",
+	"posix_spawnp", "system", "popen", "_exit", "_Exit", "truncate", "truncate64",
+	"ftruncate", "ftruncate64", "fallocate", "fallocate64", "rename", "renameat",
+	"renameat2", "unlink", "unlinkat", "mmap", "mmap64"
+};
+
+static int listed(const char *n, const char *const *l, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		if (!strcmp(n, l[i]))
+			return 1;
+	return 0;
+}
+
+static char wbuf[8192] __attribute__((aligned(4096)));
+
+/* The bytes of case @name: its name, repeated. */
+static const char *fill(const char *name, size_t n)
+{
+	size_t k = strlen(name), i;
+
+	for (i = 0; i < n; i++)
+		wbuf[i] = i % (k + 1) == k ? '|' : name[i % (k + 1)];
+	return wbuf;
+}
+
+static int src_fd(const char *name, size_t n)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/src.%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, fill(name, n), n) != (ssize_t)n)
+		die("source");
+	return fd;
+}
+
+static void walk(void)
+{
+	struct iovec iov[2];
+	size_t i;
+	int fd, t, p[2];
+	ssize_t n;
+	off_t o, io;
+
+	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		if (!listed(syms[i].name, walked, sizeof(walked) / sizeof(walked[0])) &&
+		    !listed(syms[i].name, not_writes, sizeof(not_writes) / sizeof(not_writes[0]))) {
+			fprintf(stderr, "intentcut: %s (shim/syms.def) is not walked: add it\n",
+				syms[i].name);
+			exit(1);
+		}
+#define CASE(nm) (fd = prepare(nm), nm)
+#define IOV1(nm, n) (iov[0] = (struct iovec){ (void *)fill(nm, n), n }, iov)
+	fd = prepare("write");
+	lseek(fd, 4096, SEEK_SET);
+	if (write(fd, fill("write", 100), 100) != 100)
+		die("write");
+	sync_fd(fd);
+	fd = prepare("pwrite");
+	put(fd, fill("pwrite", 100), 100, 4096);
+	sync_fd(fd);
+	fd = prepare("pwrite64");
+	if (pwrite64(fd, fill("pwrite64", 100), 100, 4096) != 100)
+		die("pwrite64");
+	sync_fd(fd);
+	fd = prepare("writev");
+	lseek(fd, 5000, SEEK_SET);
+	iov[0] = (struct iovec){ (void *)fill("writev", 100), 50 };
+	iov[1] = (struct iovec){ wbuf + 50, 50 };
+	if (writev(fd, iov, 2) != 100)
+		die("writev");
+	sync_fd(fd);
+	fd = prepare("pwritev");
+	if (pwritev(fd, IOV1("pwritev", 100), 1, 6000) != 100)
+		die("pwritev");
+	sync_fd(fd);
+	fd = prepare("pwritev64");
+	if (pwritev64(fd, IOV1("pwritev64", 100), 1, 6000) != 100)
+		die("pwritev64");
+	sync_fd(fd);
+	{
+		static const struct {
+			const char *nm;
+			int flags, append_fd;
+			off_t off;
+			int sync;
+		} v2[] = {
+			{ "pwritev2.0", 0, 0, 7000, 0 },
+			{ "pwritev2.pos", 0, 0, -1, 0 },
+			{ "pwritev2.append", RWF_APPEND, 0, 100, 0 },
+			{ "pwritev2.noappend", RWF_NOAPPEND_, 1, 100, 0 },
+			{ "pwritev2.hipri", RWF_HIPRI, 0, 7000, 0 },
+			{ "pwritev2.nowait", RWF_NOWAIT, 0, 7000, 0 },
+			{ "pwritev2.dontcache", RWF_DONTCACHE_, 0, 7000, 0 },
+			{ "pwritev2.dsync", RWF_DSYNC, 0, 7000, 1 },
+			{ "pwritev2.sync", RWF_SYNC, 0, 7000, 1 },
+		};
+
+		for (i = 0; i < sizeof(v2) / sizeof(v2[0]); i++) {
+			fd = prepare(v2[i].nm);
+			t = fd;
+			if (v2[i].append_fd) {
+				char path[4096];
+
+				snprintf(path, sizeof(path), "%s/%s", dir, v2[i].nm);
+				t = open(path, O_WRONLY | O_APPEND);
+				if (t < 0)
+					die("open O_APPEND");
+			}
+			lseek(t, 3000, SEEK_SET);
+			n = pwritev2(t, IOV1(v2[i].nm, 100), 1, v2[i].off, v2[i].flags);
+			if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == EAGAIN))
+				n = pwritev2(t, IOV1(v2[i].nm, 100), 1, v2[i].off, 0);
+			if (n != 100)
+				die(v2[i].nm);
+			if (!v2[i].sync)
+				sync_fd(fd);
+		}
+	}
+	fd = prepare("pwritev64v2");
+	if (pwritev64v2(fd, IOV1("pwritev64v2", 100), 1, 7000, 0) != 100)
+		die("pwritev64v2");
+	sync_fd(fd);
+	fd = prepare("pwritev64v2.append");
+	if (pwritev64v2(fd, IOV1("pwritev64v2.append", 100), 1, 0, RWF_APPEND) != 100)
+		die("pwritev64v2 RWF_APPEND");
+	sync_fd(fd);
+	t = src_fd("sendfile", 200);
+	fd = prepare("sendfile");
+	lseek(fd, 9000, SEEK_SET);
+	o = 0;
+	if (sendfile(fd, t, &o, 200) != 200)
+		die("sendfile");
+	sync_fd(fd);
+	close(t);
+	t = src_fd("sendfile64", 200);
+	fd = prepare("sendfile64");
+	lseek(fd, 9000, SEEK_SET);
+	o = 0;
+	if (sendfile64(fd, t, &o, 200) != 200)
+		die("sendfile64");
+	sync_fd(fd);
+	close(t);
+	fd = prepare("splice");
+	if (pipe(p) || write(p[1], fill("splice", 200), 200) != 200)
+		die("pipe");
+	io = 9000;
+	if (splice(p[0], NULL, fd, &io, 200, 0) != 200)
+		die("splice");
+	sync_fd(fd);
+	close(p[0]);
+	close(p[1]);
+	t = src_fd("copy_file_range", 200);
+	fd = prepare("copy_file_range");
+	o = 0;
+	io = 9000;
+	if (copy_file_range(t, &o, fd, &io, 200, 0) != 200)
+		die("copy_file_range");
+	sync_fd(fd);
+	close(t);
+	fd = prepare("fdopen");
+	{
+		FILE *f = fdopen(dup(fd), "r+");
+
+		if (!f || fseek(f, 10000, SEEK_SET) || fwrite(fill("fdopen", 100), 1, 100, f) != 100 ||
+		    fflush(f))
+			die("fdopen");
+		sync_fd(fd);
+		fclose(f);
+	}
+	fd = prepare("append");
+	{
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/append", dir);
+		t = open(path, O_WRONLY | O_APPEND);
+		if (t < 0 || write(t, fill("append", 100), 100) != 100)
+			die("O_APPEND write");
+		sync_fd(t);
+	}
+	fd = prepare("direct");
+	{
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/direct", dir);
+		t = open(path, O_RDWR | O_DIRECT);
+		if (t < 0 || pwrite(t, fill("direct", 4096), 4096, 4096) != 4096)
+			die("O_DIRECT pwrite");
+		sync_fd(t);
+	}
+	fd = prepare("odsync");
+	{
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/odsync", dir);
+		t = open(path, O_WRONLY | O_DSYNC);
+		if (t < 0 || pwrite(t, fill("odsync", 100), 100, 4096) != 100)
+			die("O_DSYNC pwrite");
+	}
+	fd = prepare("osync");
+	{
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/osync", dir);
+		t = open(path, O_WRONLY | O_SYNC);
+		if (t < 0 || pwrite(t, fill("osync", 100), 100, 4096) != 100)
+			die("O_SYNC pwrite");
+	}
+#undef CASE
+#undef IOV1
+}
+
+/* ---- signal handlers and children made without atfork ---- */
+
+static volatile sig_atomic_t in_lib, acted;
+static int sig_fd = -1, sig_how;
+static pthread_t main_thread;
+
+/* Runs while the main thread is inside fsync (so, as the library sees it,
+ * nested): a write and its acknowledgement. */
+static void on_usr1(int sig)
+{
+	int e = errno;
+
+	if (!in_lib || acted)
+		return;
+	if (pwrite(sig_fd, "HHHHHHHH", 8, 0) == 8) {
+		if (sig_how == 0)
+			fsync(sig_fd);
+		else if (sig_how == 1)
+			fdatasync(sig_fd);
+		else if (sig_how == 2)
+			sync();
+		acted = 1;
+	}
+	errno = e;
+}
+
+static void *kicker(void *arg)
+{
+	struct timespec ts = { 0, 300 * 1000 };
+
+	while (!acted) {
+		nanosleep(&ts, NULL);
+		pthread_kill(main_thread, SIGUSR1);
+	}
+	return NULL;
+}
+
+/* The main thread acknowledges "M%07d" at 0 through the log, again and
+ * again, while a handler writes and syncs "HHHHHHHH" there: once it did,
+ * that is the newest acknowledged content. */
+static void handler_case(int how)
+{
+	struct sigaction sa;
+	pthread_t k;
+	char m[9];
+	int i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sig_fd = prepare("f");
+	sig_how = how;
+	main_thread = pthread_self();
+	pthread_create(&k, NULL, kicker, NULL);
+	for (i = 0; !acted && i < 100000; i++) {
+		snprintf(m, sizeof(m), "M%07d", i);
+		put(sig_fd, m, 8, 0);
+		in_lib = 1;
+		sync_fd(sig_fd);
+		in_lib = 0;
+	}
+	pthread_join(k, NULL);
+	if (!acted)
+		die("the handler never ran inside fsync");
+}
+
+int main(int argc, char **argv)
+{
+	const char *c;
+	int fd;
+
+	if (argc == 4 && !strcmp(argv[1], "writer")) {
+		fd = open(argv[2], O_WRONLY);
+		if (fd < 0)
+			die("writer open");
+		put(fd, "BBBB", 4, atoll(argv[3]));
+		return 0;
+	}
+	if (argc != 4)
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
+	c = argv[1];
+	dir = argv[2];
+	exp_dir = argv[3];
+	if (!strcmp(c, "fork")) {
+		/* a forked child writes B; the parent writes C after it (its
+		 * look at the file then includes B's change), then fsyncs:
+		 * bare, that fsync makes B durable too */
+		pid_t pid;
+		int st;
+
+		fd = prepare("f");
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			put(fd, "BBBB", 4, 4096);
+			_exit(0);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			die("child");
+		put(fd, "CCCC", 4, 8192);
+		sync_fd(fd);
+	} else if (!strcmp(c, "spawn")) {
+		/* the same with another libgc process, not a fork of this one */
+		fd = prepare("f");
+		spawn_writer("f", 4096);
+		put(fd, "CCCC", 4, 8192);
+		sync_fd(fd);
+	} else if (!strcmp(c, "other")) {
+		/* another process writes B; this one only fsyncs (PostgreSQL:
+		 * backends write, the checkpointer fsyncs) */
+		fd = prepare("f");
+		spawn_writer("f", 4096);
+		sync_fd(fd);
+	} else if (!strcmp(c, "die")) {
+		/* acknowledged through the log, then killed: its segment stays */
+		fd = prepare("f");
+		put(fd, "DDDD", 4, 0);
+		sync_fd(fd);
+		raise(SIGKILL);
+	} else if (!strcmp(c, "stale")) {
+		/* a plain load on a log whose segment was left by another */
+		int i;
+		char m[16];
+
+		fd = prepare("f");
+		for (i = 0; i < 20; i++) {
+			snprintf(m, sizeof(m), "S%03d", i);
+			put(fd, m, 4, (off_t)i * 512);
+			sync_fd(fd);
+		}
+	} else if (!strcmp(c, "walk")) {
+		walk();
+	} else if (!strcmp(c, "sig-fsync")) {
+		handler_case(0);
+	} else if (!strcmp(c, "sig-fdatasync")) {
+		handler_case(1);
+	} else if (!strcmp(c, "sig-sync")) {
+		handler_case(2);
+	} else if (!strcmp(c, "sig-odsync")) {
+		/* the handler writes through an O_DSYNC descriptor the kernel
+		 * keeps (run with LIBGC_OSYNC=keep) */
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/f", dir);
+		sig_how = 3;
+		{
+			struct sigaction sa;
+			pthread_t k;
+			char m[9];
+			int i, d;
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_usr1;
+			sigaction(SIGUSR1, &sa, NULL);
+			fd = prepare("f");
+			d = open(path, O_WRONLY | O_DSYNC);
+			if (d < 0)
+				die("open O_DSYNC");
+			sig_fd = d;
+			main_thread = pthread_self();
+			pthread_create(&k, NULL, kicker, NULL);
+			for (i = 0; !acted && i < 100000; i++) {
+				snprintf(m, sizeof(m), "M%07d", i);
+				put(fd, m, 8, 0);
+				in_lib = 1;
+				sync_fd(fd);
+				in_lib = 0;
+			}
+			pthread_join(k, NULL);
+		}
+	} else if (!strcmp(c, "vfork") || !strcmp(c, "_Fork")) {
+		/* a child made without atfork handlers writes and fsyncs: its
+		 * acknowledgement must stand against the parent's records */
+		pid_t pid;
+		int st;
+
+		fd = prepare("f");
+		put(fd, "MMMM", 4, 0);
+		sync_fd(fd);
+		pid = !strcmp(c, "vfork") ? vfork() : _Fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			if (pwrite(fd, "KKKK", 4, 0) != 4 || fsync(fd))
+				_exit(1);
+			_exit(0);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			die("child");
+	} else {
+		fprintf(stderr, "intentcut: unknown case %s\n", c);
+		return 2;
+	}
+	ready();
+	return 3;
+}
