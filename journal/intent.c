@@ -64,6 +64,11 @@ struct gi_shm {
 				 * never retired by a checkpoint, only replayed */
 	uint32_t s_busy;	/* set while a holder of the lock changes what
 				 * follows: found set, its holder died there */
+	uint32_t s_ckpting;	/* checkpoints between their two locked parts:
+				 * one that died there may have seen an error */
+	int32_t s_frozen_err;	/* the errno that froze it, on filesystem */
+	uint32_t s_frozen_told;	/* a syncfs() of the program was told of it */
+	uint64_t s_frozen_dev;
 	struct gi_hdr s_hdr;	/* the durable header */
 	uint64_t s_head_seq, s_head_off;
 	int32_t s_members[GI_SHM_MEMBERS];
@@ -169,27 +174,40 @@ static struct gi_fdent gi_fds[GI_FDS];
  * it would cover every byte written to the file before it began, by any
  * process (a forked child, PostgreSQL's backends). So each write to a
  * regular file, in every libgc process with LIBGC_INTENT set, is counted
- * in a bucket of (device, inode) before it is made and once it returned:
- * w_start and w_done. A sync may use the log only if the writes counted
- * in its file's bucket by others are the ones already covered when it
- * last made a real call (f_foreign); otherwise it makes the real call.
- * This process's own share of each bucket (gi_own_*) is changed together
- * with the shared count under gi_cnt_mu, so that a reader holding it
- * sees both or neither. Collisions only ever send a sync to a real call.
- * Untrusted like every segment: a wrong count can only do the same. */
+ * in a bucket of (device, inode) before it is made. A sync may use the log
+ * only if the writes counted in its file's bucket by others are the ones
+ * its last real call covered (f_foreign); otherwise it makes the real call.
+ * A real call covers them only if each had returned before it began: each
+ * process has a slot where its writes in flight are counted, held by an
+ * OFD write lock on the slot's byte of the segment file, so that the
+ * writes of a process that died in the middle of one are known gone (the
+ * kernel dropped its lock), not forever in flight. This process's own
+ * share of each bucket (gi_own_start) changes with the shared count under
+ * gi_cnt_mu, so that a reader holding it sees both or neither. Collisions
+ * only ever send a sync to a real call. Untrusted like every segment: a
+ * wrong count can only do the same. */
 #define GI_WB 8192
-#define GI_WB_MAGIC 0x31544e4354434749ULL /* "IGCTCNT1" */
-struct gi_wbucket {
-	uint64_t w_start, w_done;
+#define GI_WSLOTS 256
+#define GI_WSLOT_LOCK 4096 /* byte of slot i's lock: GI_WSLOT_LOCK + i */
+#define GI_WB_MAGIC 0x32544e4354434749ULL /* "IGCTCNT2" */
+struct gi_wslot {
+	uint32_t s_own;		/* [atomic] writes in flight, counted as its own */
+	uint32_t s_anon;	/* [atomic] the others (nested, children without atfork) */
+	int32_t s_pid;		/* for the curious: liveness is the lock */
+	uint32_t s_pad[13];
 };
 struct gi_wseg {
 	uint64_t w_magic;
 	uint32_t w_version, w_size;
-	uint64_t w_pad[6];
-	struct gi_wbucket w_b[GI_WB];
+	uint32_t w_overflow;	/* [atomic] in flight in processes without a slot */
+	uint32_t w_pad[11];
+	struct gi_wslot w_s[GI_WSLOTS];
+	uint64_t w_start[GI_WB]; /* [atomic] writes begun, per bucket */
 };
 static struct gi_wseg *gi_w;	/* [atomic] mapped once, never unmapped */
-static uint64_t gi_own_start[GI_WB], gi_own_done[GI_WB]; /* [gi_cnt_mu] */
+static int gi_wfd = -1;		/* its description, holding our slot's lock */
+static int gi_wslot = -1;	/* our slot (-1: none) */
+static uint64_t gi_own_start[GI_WB]; /* [gi_cnt_mu] */
 #define GI_CNT_LOCKS 16
 static pthread_mutex_t gi_cnt_mu[GI_CNT_LOCKS] = {
 	[0 ... GI_CNT_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER
@@ -210,32 +228,73 @@ static void wseg_gone(void *addr)
 	/* a truncated segment reads as zeros: counts that never match */
 }
 
+static int move_high(int fd);
+
+static int wslot_lock(int fd, int i, short type, int cmd)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET,
+			    .l_start = GI_WSLOT_LOCK + i, .l_len = 1 };
+
+	if (syscall(SYS_fcntl, fd, cmd, &fl) < 0)
+		return -errno;
+	return cmd == F_OFD_GETLK ? fl.l_type != F_UNLCK : 0;
+}
+
+/* A slot of our own through description @fd: the first one no live
+ * process holds, its counts of a dead holder cleared. -1: none free. */
+static int wslot_take(struct gi_wseg *w, int fd)
+{
+	int i;
+
+	for (i = 0; i < GI_WSLOTS; i++)
+		if (wslot_lock(fd, i, F_WRLCK, F_OFD_SETLK) == 0) {
+			__atomic_store_n(&w->w_s[i].s_own, 0, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&w->w_s[i].s_anon, 0, __ATOMIC_SEQ_CST);
+			w->w_s[i].s_pid = (int32_t)syscall(SYS_getpid);
+			return i;
+		}
+	return -1;
+}
+
 /* The user's write-count segment, mapped on first use with raw calls and
- * no lock (a child made without atfork handlers counts too). NULL: none
- * here; then nothing of this process is served through the log. */
+ * no lock (a child made without atfork counts too). NULL: none here; then
+ * nothing of this process is served through the log. */
 static struct gi_wseg *wseg(void)
 {
 	struct gi_wseg *w = __atomic_load_n(&gi_w, __ATOMIC_ACQUIRE), *none = NULL;
 	char path[96];
 	struct stat st;
-	int fd;
+	int fd, slot;
 
 	if (w)
 		return w;
-	snprintf(path, sizeof(path), "/dev/shm/libgc-intent-writes-%u", (unsigned)geteuid());
-	fd = gi_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	snprintf(path, sizeof(path), "/dev/shm/libgc-intent-w2-%u", (unsigned)geteuid());
+	fd = move_high(gi_sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600));
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) || (st.st_size != 0 && st.st_size != (off_t)sizeof(*w)) ||
+	    (st.st_mode & 077)) {
+		gi_sys_close(fd);
+		return NULL;
+	}
+	if (st.st_size != 0 && st.st_size != (off_t)sizeof(*w)) {
+		/* another layout: made anew when no writer of it lives */
+		for (slot = 0; slot < GI_WSLOTS && wslot_lock(fd, slot, F_RDLCK, F_OFD_GETLK) == 0;
+		     slot++)
+			;
+		if (slot == GI_WSLOTS && syscall(SYS_ftruncate, fd, 0L) == 0)
+			st.st_size = 0;
+	}
+	if ((st.st_size != 0 && st.st_size != (off_t)sizeof(*w)) ||
 	    (st.st_size == 0 && syscall(SYS_ftruncate, fd, (long)sizeof(*w)) < 0)) {
 		gi_sys_close(fd);
 		return NULL;
 	}
 	w = (void *)syscall(SYS_mmap, NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0L);
-	gi_sys_close(fd);
-	if (w == MAP_FAILED)
+	if (w == MAP_FAILED) {
+		gi_sys_close(fd);
 		return NULL;
+	}
 	gc_bus_guard(w, sizeof(*w), wseg_gone);
 	/* the fields are constants: racing creators write the same */
 	if (__atomic_load_n(&w->w_magic, __ATOMIC_ACQUIRE) != GI_WB_MAGIC) {
@@ -243,63 +302,85 @@ static struct gi_wseg *wseg(void)
 		w->w_size = sizeof(*w);
 		__atomic_store_n(&w->w_magic, GI_WB_MAGIC, __ATOMIC_RELEASE);
 	}
-	if (w->w_version != 1 || w->w_size != sizeof(*w) ||
-	    !__atomic_compare_exchange_n(&gi_w, &none, w, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
+	slot = w->w_version == 1 && w->w_size == sizeof(*w) ? wslot_take(w, fd) : -2;
+	if (slot == -2 || !__atomic_compare_exchange_n(&gi_w, &none, w, false, __ATOMIC_ACQ_REL,
+						       __ATOMIC_ACQUIRE)) {
 		gc_bus_unguard(w);
 		syscall(SYS_munmap, w, sizeof(*w));
-		return none && none->w_version == 1 ? none : NULL;
+		gi_sys_close(fd);
+		return slot == -2 ? NULL : none;
 	}
+	gi_wfd = fd;
+	gi_wslot = slot;
 	return w;
 }
 
-/* Counts a write (or a change) of @b starting: by this process as its own
- * when @own (gi_cnt_mu taken here), else as anyone's. */
+/* The in-flight count a write of ours goes to. */
+static uint32_t *wslot_count(struct gi_wseg *w, bool own)
+{
+	int i = __atomic_load_n(&gi_wslot, __ATOMIC_ACQUIRE);
+
+	if (i < 0 || i >= GI_WSLOTS)
+		return &w->w_overflow;
+	return own ? &w->w_s[i].s_own : &w->w_s[i].s_anon;
+}
+
+/* Counts a write (or a change) of bucket @b starting: in flight first,
+ * then begun, so that a reader who sees it begun sees it in flight until
+ * it returned. As this process's own when @own (gi_cnt_mu taken here). */
 static void count_start(struct gi_wseg *w, uint32_t b, bool own)
 {
 	pthread_mutex_t *m = &gi_cnt_mu[b % GI_CNT_LOCKS];
 
+	__atomic_fetch_add(wslot_count(w, own), 1, __ATOMIC_SEQ_CST);
 	if (!own) {
-		__atomic_fetch_add(&w->w_b[b].w_start, 1, __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&w->w_start[b], 1, __ATOMIC_SEQ_CST);
 		return;
 	}
 	pthread_mutex_lock(m);
 	gi_own_start[b]++;
-	__atomic_fetch_add(&w->w_b[b].w_start, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&w->w_start[b], 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(m);
 }
 
 static void count_done(struct gi_wseg *w, uint32_t b, bool own)
 {
-	pthread_mutex_t *m = &gi_cnt_mu[b % GI_CNT_LOCKS];
+	uint32_t *c = wslot_count(w, own), v = __atomic_load_n(c, __ATOMIC_SEQ_CST);
 
-	if (!own) {
-		__atomic_fetch_add(&w->w_b[b].w_done, 1, __ATOMIC_SEQ_CST);
-		return;
-	}
-	pthread_mutex_lock(m);
-	gi_own_done[b]++;
-	__atomic_fetch_add(&w->w_b[b].w_done, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(m);
+	/* never below zero (a slot taken over, a segment forged) */
+	while (v && !__atomic_compare_exchange_n(c, &v, v - 1, false, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+		;
 }
 
-/* Others' writes of bucket @b counted so far: *@all_done tells whether
- * every one of them had also returned (read before the counts of starts,
- * so that none started meanwhile is taken for done). false: no counts. */
+/* Others' writes of bucket @b counted so far; *@all_done tells whether
+ * every one of them had also returned (or its process is gone; NULL: not
+ * asked): no live
+ * process but ours has a write in flight, read after the count, so that
+ * none counted is still on its way. false: no counts here. */
 static bool count_foreign(uint32_t b, uint64_t *foreign, bool *all_done)
 {
 	struct gi_wseg *w = __atomic_load_n(&gi_w, __ATOMIC_ACQUIRE);
 	pthread_mutex_t *m = &gi_cnt_mu[b % GI_CNT_LOCKS];
-	uint64_t d, st;
+	int i, me = __atomic_load_n(&gi_wslot, __ATOMIC_ACQUIRE);
 
 	if (!w)
 		return false;
 	pthread_mutex_lock(m);
-	d = __atomic_load_n(&w->w_b[b].w_done, __ATOMIC_SEQ_CST) - gi_own_done[b];
-	st = __atomic_load_n(&w->w_b[b].w_start, __ATOMIC_SEQ_CST) - gi_own_start[b];
+	*foreign = __atomic_load_n(&w->w_start[b], __ATOMIC_SEQ_CST) - gi_own_start[b];
 	pthread_mutex_unlock(m);
-	*foreign = st;
-	*all_done = st == d;
+	if (!all_done)
+		return true;
+	*all_done = !__atomic_load_n(&w->w_overflow, __ATOMIC_SEQ_CST);
+	for (i = 0; i < GI_WSLOTS && *all_done; i++) {
+		uint32_t o = __atomic_load_n(&w->w_s[i].s_own, __ATOMIC_SEQ_CST);
+		uint32_t a = __atomic_load_n(&w->w_s[i].s_anon, __ATOMIC_SEQ_CST);
+
+		if (i == me)
+			*all_done = !a;
+		else if ((o || a) && wslot_lock(gi_wfd, i, F_RDLCK, F_OFD_GETLK) != 0)
+			*all_done = false; /* held (or cannot tell) */
+	}
 	return true;
 }
 
@@ -621,7 +702,7 @@ out_none:
 
 /* ---- the write family ---- */
 
-/* A token: bit 63, the write was counted (w_done is due); bit 62
+/* A token: bit 63, the write was counted (count_done is due); bit 62
  * GC_INTENT_TOK_KSYNC; bit 61, made where this process's locks may not be
  * taken; bits 48-60 its bucket; bits 37-47 the file's index + 1 (0: not
  * tracked here); bits 0-36 the position before the write + 1 (0: unknown). */
@@ -1289,7 +1370,7 @@ static int take_over(struct gi_shm *s, struct gi_hdr *h)
 		       gi.log, gi.log);
 		return -EAGAIN;
 	}
-	same = shm_check(&gi.v) && !s->s_frozen && !s->s_broken && s->s_mnt &&
+	same = shm_check(&gi.v) && !s->s_frozen && !s->s_broken && !s->s_ckpting && s->s_mnt &&
 	       s->s_mnt == mount_id(gi.v.v_logfd) && s->s_hdr.h_gen == h->h_gen;
 	for (i = 0; same && i < GI_SHM_FILES; i++)
 		if (s->s_files[i].sf_last && syncfs_dev(s->s_files[i].sf_dev) < 0)
@@ -1302,7 +1383,7 @@ static int take_over(struct gi_shm *s, struct gi_hdr *h)
 	r = gi_log_recover(gi.log, 0, &rc, NULL);
 	if (r == 0) {
 		gc_log(GC_LOG_WARN,
-		       "intent log %s: recovered after a crash: %llu records replayed into %llu files",
+		       "intent log %s: recovered (a crash, or a checkpoint that failed): %llu records replayed into %llu files",
 		       gi.log, (unsigned long long)rc.rc_replayed, (unsigned long long)rc.rc_files);
 		return gi_log_header(gi.v.v_logfd, h);
 	}
@@ -1362,6 +1443,14 @@ static void attach(void)
 	}
 	if (ofd_lock(gi.v.v_ctlfd, F_WRLCK) < 0)
 		goto fail;
+	if (cst.st_size != (off_t)sizeof(*s) && cst.st_size != 0) {
+		/* another layout (a library of another version): made anew
+		 * when none of its members lives */
+		for (i = 0; i < GI_SHM_MEMBERS && !member_alive(&gi.v, i); i++)
+			;
+		if (i == GI_SHM_MEMBERS && syscall(SYS_ftruncate, gi.v.v_ctlfd, 0L) == 0)
+			cst.st_size = 0;
+	}
 	if (cst.st_size == (off_t)sizeof(*s) || cst.st_size == 0) {
 		if (cst.st_size == 0 && syscall(SYS_ftruncate, gi.v.v_ctlfd, (long)sizeof(*s)) < 0)
 			goto fail_locked;
@@ -1639,15 +1728,28 @@ static int checkpoint(struct gi_view *v)
 			devs[nd++] = e->sf_dev;
 		}
 	}
+	if (!r)
+		s->s_ckpting++;
 	vunlock(v);
+	if (r)
+		return r;
 	for (k = 0; k < nd && !r; k++)
 		r = syncfs_dev(devs[k]);
 	if (r) {
 		bool freeze = bytes_error(r);
 
 		if (vlock(v)) {
-			if (freeze)
+			if (v->v_shm->s_ckpting)
+				v->v_shm->s_ckpting--;
+			/* the syncfs marked the filesystem's error seen: a
+			 * program's syncfs through a description opened from
+			 * now on would not hear of it; the first one of a
+			 * libgc process is told (gc_intent_syncfs) */
+			if (freeze && !v->v_shm->s_frozen) {
 				v->v_shm->s_frozen = 1;
+				v->v_shm->s_frozen_err = -r;
+				v->v_shm->s_frozen_dev = devs[k - 1];
+			}
 			vunlock(v);
 		}
 		if (!__atomic_exchange_n(&gi.warned, true, __ATOMIC_ACQ_REL))
@@ -1659,6 +1761,8 @@ static int checkpoint(struct gi_view *v)
 	if (!vlock(v))
 		return -EIO;
 	s = v->v_shm;
+	if (s->s_ckpting)
+		s->s_ckpting--;
 	if (s->s_hdr.h_ckpt_seq < hseq && !s->s_frozen) {
 		struct gi_hdr h = s->s_hdr;
 
@@ -1844,10 +1948,11 @@ static int read_fd(struct gi_file *f, int fd)
 }
 
 /* Records of @f's bytes written since its last sync, appended under the
- * log lock. 0: written (or nothing to write); 1: the log cannot take them
- * (the real path serves); 2: the log is full. f_lock is taken first, so
- * that the holder of the log lock never waits for a file's lock. */
-static int log_records(struct gi_file *f, int fd)
+ * log lock; [*@lo, *@hi) spans them (empty: none). 0: written (or nothing
+ * to write); 1: the log cannot take them (the real path serves); 2: the
+ * log is full. f_lock is taken first, so that the holder of the log lock
+ * never waits for a file's lock. */
+static int log_records(struct gi_file *f, int fd, uint64_t *lo, uint64_t *hi)
 {
 	struct gi_range rg[GI_RANGES + 1];
 	uint64_t seq, size, bytes = 0, last = 0, foreign;
@@ -1857,7 +1962,6 @@ static int log_records(struct gi_file *f, int fd)
 	uint8_t *p;
 	struct stat st;
 	int nr, rfd, r = 0;
-	bool all_done;
 	int64_t at;
 
 	/* a write of ours between its real call and its note would look
@@ -1869,7 +1973,7 @@ static int log_records(struct gi_file *f, int fd)
 	/* every write counted by another process (or not seen here) since
 	 * the last real call is one it covered: else that call's bytes are
 	 * not ours to leave out, and the real call serves */
-	if (!f->f_base_ok || !count_foreign(f->f_bucket, &foreign, &all_done) ||
+	if (!f->f_base_ok || !count_foreign(f->f_bucket, &foreign, NULL) ||
 	    foreign != f->f_foreign) {
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (another writer%s)", f->f_path,
 		       f->f_base_ok ? "" : " when it last synced");
@@ -1889,10 +1993,10 @@ static int log_records(struct gi_file *f, int fd)
 	}
 	size = (uint64_t)st.st_size;
 	for (nr = 0, i = 0; i < (uint32_t)f->f_nr; i++) {
-		uint64_t lo = f->f_r[i].lo, hi = f->f_r[i].hi < size ? f->f_r[i].hi : size;
+		uint64_t a = f->f_r[i].lo, b = f->f_r[i].hi < size ? f->f_r[i].hi : size;
 
-		if (lo < hi)
-			rg[nr++] = (struct gi_range){ lo, hi, 0 };
+		if (a < b)
+			rg[nr++] = (struct gi_range){ a, b, 0 };
 	}
 	if (f->f_append && f->f_base < size)
 		rg[nr++] = (struct gi_range){ f->f_base, size, 0 };
@@ -1958,6 +2062,10 @@ static int log_records(struct gi_file *f, int fd)
 		e->sf_last = last;
 		gc_stat_add(intent_records, nrec);
 		gc_stat_add(intent_bytes, bytes);
+		for (*lo = UINT64_MAX, *hi = 0, i = 0; i < (uint32_t)nr; i++) {
+			*lo = rg[i].lo < *lo ? rg[i].lo : *lo;
+			*hi = rg[i].hi > *hi ? rg[i].hi : *hi;
+		}
 	}
 	if (log_half_full())
 		ck_kick();
@@ -2062,26 +2170,50 @@ int gc_intent_real(int fd, bool datasync, enum gc_origin origin)
 	return real_and_retire(f, fd, &st, datasync, origin, 0, true);
 }
 
+/* After the program's syncfs(@fd) returned @r (0 or -errno), through @v:
+ * the error a checkpoint's syncfs saw on that filesystem, not told yet,
+ * is this call's, as it would have been bare (the first syncfs after it).
+ * An error the kernel gave it counts as told. */
+static int syncfs_told(struct gi_view *v, int fd, int r)
+{
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !vlock(v))
+		return r;
+	if (v->v_shm->s_frozen_err && !v->v_shm->s_frozen_told &&
+	    v->v_shm->s_frozen_dev == (uint64_t)st.st_dev) {
+		v->v_shm->s_frozen_told = 1;
+		if (r == 0)
+			r = -v->v_shm->s_frozen_err;
+	}
+	vunlock(v);
+	return r;
+}
+
 /* sync() and syncfs() acknowledged every file's bytes: a checkpoint
  * before they return, through a view of its own where this process's
  * locks may not be taken. */
-void gc_intent_synced_all(void)
+int gc_intent_syncfs(int fd, int r)
 {
 	int saved = errno;
 	struct gi_view v;
 
 	if (gi_held)
-		return;
-	if (gc_self() && !gc_depth) {
+		return r;
+	if (gc_self() && !gc_depth && gi.state == GI_OK && gi.pid == gc_getpid()) {
 		gc_depth++;
-		if (gi.state == GI_OK && gi.pid == gc_getpid())
+		r = syncfs_told(&gi.v, fd, r);
+		if (r == 0)
 			checkpoint(&gi.v);
 		gc_depth--;
 	} else if (view_open(&v)) {
-		checkpoint(&v);
+		r = syncfs_told(&v, fd, r);
+		if (r == 0)
+			checkpoint(&v);
 		view_close(&v);
 	}
 	errno = saved;
+	return r;
 }
 
 int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
@@ -2089,7 +2221,8 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	struct gi_file *f;
 	struct stat st;
 	bool eligible;
-	int r, tries;
+	uint64_t lo = 0, hi = 0;
+	int r, e, tries;
 
 	if (!gc_self())
 		return gc_intent_nested_sync(fd, datasync);
@@ -2108,7 +2241,7 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		return real_and_retire(f, fd, &st, datasync, origin, begun, false);
 	}
 	for (tries = 0;; tries++) {
-		r = log_records(f, fd);
+		r = log_records(f, fd, &lo, &hi);
 		if (r != 2 || tries)
 			break;
 		checkpoint(&gi.v); /* the log is full: wait for room once */
@@ -2119,6 +2252,14 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		return real_and_retire(f, fd, &st, datasync, origin, begun, false);
 	}
 	gc_stat_inc(intent_logged);
+	/* The file's own writeback of these bytes starts now, beside the
+	 * log's flush (SYNC_FILE_RANGE_WRITE alone leaves error state be):
+	 * bare, this request's fsync would have written them back and told
+	 * it of a failure; so it waits for them below, on its own
+	 * description, which reports that description's error once, as its
+	 * fsync would have. */
+	if (hi > lo)
+		gc_sys_sfr(fd, (int64_t)lo, (int64_t)(hi - lo), SYNC_FILE_RANGE_WRITE);
 	/* one real fdatasync of the log inode, started after our records
 	 * (and every lower seq) were written, shared with the domain's other
 	 * requests on it (rule 1, for the log inode) */
@@ -2130,9 +2271,16 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		}
 		return r;
 	}
-	/* a writeback error of the file this description has not seen yet is
+	e = hi > lo ? gc_sys_sfr(fd, (int64_t)lo, (int64_t)(hi - lo),
+				 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+					 SYNC_FILE_RANGE_WAIT_AFTER)
+		    : -EINVAL;
+	/* nothing to wait for (or a descriptor that cannot): a writeback
+	 * error of the file this description has not seen yet is still
 	 * this request's, as the kernel would have reported it */
-	return gc_commit_pending_error(fd);
+	return e == -EIO || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == 0
+		       ? e
+		       : gc_commit_pending_error(fd);
 }
 
 /* ---- calls that change a file other than by writing its bytes ---- */
@@ -2275,7 +2423,18 @@ void gc_intent_atfork_child(void)
 	for (i = 0; i < GI_CNT_LOCKS; i++)
 		pthread_mutex_init(&gi_cnt_mu[i], NULL);
 	memset(gi_own_start, 0, sizeof(gi_own_start));
-	memset(gi_own_done, 0, sizeof(gi_own_done));
+	/* a slot of its own: the parent's description holds the parent's */
+	if (gi_w) {
+		char path[96];
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/shm/libgc-intent-w2-%u", (unsigned)geteuid());
+		fd = move_high(gi_sys_open(path, O_RDWR | O_NOFOLLOW, 0));
+		if (gi_wfd >= 0)
+			gi_sys_close(gi_wfd);
+		gi_wfd = fd;
+		gi_wslot = fd >= 0 ? wslot_take(gi_w, fd) : -1;
+	}
 	for (i = 0; i < gi.nfiles; i++) {
 		struct gi_file *f = &gi_files[i];
 

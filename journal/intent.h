@@ -25,10 +25,13 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 /* A request LIBGC_SCOPE keeps out of grouping: its own real call, then
  * (a file in scope with records) the RETIRE; GC_INTENT_PASS: not ours. */
 int gc_intent_real(int fd, bool datasync, enum gc_origin origin);
-/* After the program's sync() or syncfs() (from anywhere, a signal handler
- * too): they acknowledged every file's bytes, so the log's older records
- * are retired (a checkpoint) before they return. */
-void gc_intent_synced_all(void);
+/* After the program's sync() (@fd -1) or syncfs(@fd), which returned @r
+ * (0 or -errno), from anywhere (a signal handler too): they acknowledged
+ * every file's bytes, so the log's older records are retired (a
+ * checkpoint) before they return. Returns the call's result: a syncfs is
+ * also told of a writeback error a checkpoint's syncfs saw first on its
+ * filesystem, once. */
+int gc_intent_syncfs(int fd, int r);
 
 /* The write family: before any write, a token (0: not a regular file);
  * a write to a regular file is counted in the user's shared write counts

@@ -100,13 +100,15 @@ GC_EXPORT int syncfs(int fd)
 		return (int)syscall(SYS_syncfs, fd);
 	GC_COUNT(syncfs);
 	gc_stat_inc(pass_syncfs);
-	if (unlikely(gc_intent_on)) {
-		int r = gc_real.syncfs(fd), saved = errno;
+	if (unlikely(gc_intent_on) && !gc_disabled) {
+		int r = gc_real.syncfs(fd);
 
-		if (r == 0)
-			gc_intent_synced_all();
-		errno = saved;
-		return r;
+		r = gc_intent_syncfs(fd, r < 0 ? -errno : 0);
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		return 0;
 	}
 	return gc_real.syncfs(fd);
 }
@@ -120,8 +122,8 @@ GC_EXPORT void sync(void)
 	GC_COUNT(sync);
 	gc_stat_inc(pass_sync);
 	gc_real.sync();
-	if (unlikely(gc_intent_on))
-		gc_intent_synced_all();
+	if (unlikely(gc_intent_on) && !gc_disabled)
+		gc_intent_syncfs(-1, 0);
 }
 
 GC_EXPORT int msync(void *addr, size_t len, int flags)

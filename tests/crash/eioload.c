@@ -15,6 +15,7 @@
  *	descriptions), all opened before the first OP.
  *	  wX  pwrite 4 KiB at offset 0 of X   aX  append 4 KiB through X
  *	  fX  fsync(X)                        dX  fdatasync(X)
+ *	  sX  syncfs(X)
  *	  oX  close X and open it again       xK  run the K-th -x command
  *	  OP+OP+...  these calls at once, one thread each (a barrier starts them)
  * eioload run [-t N | -p N] [-S] [-m fsync|fdatasync] [-w overwrite|append]
@@ -300,6 +301,9 @@ static void seq_do(struct seq_op *op)
 		break;
 	case 'd':
 		r = fdatasync(fd);
+		break;
+	case 's':
+		r = syncfs(fd);
 		break;
 	case 'o':
 		close(fd);

@@ -9,7 +9,7 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 
 ALL_BINS    += $(CRASH_BINS)
 TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh \
-	       tests/crash/intent_cases.sh
+	       tests/crash/intent_cases.sh tests/crash/intent_eio.sh
 
 TRIALS ?= 10
 # Every filesystem the slow disk makes (CRASH_FS="xfs" for one).

@@ -104,7 +104,7 @@ fi
 fresh && run kill
 rm -f "$(shm)"
 run probe
-lines=$(grep -c 'recovered after a crash: 1 records replayed into 1 files' "$dir/err")
+lines=$(grep -c 'recovered (a crash, or a checkpoint that failed): 1 records replayed into 1 files' "$dir/err")
 if [ "$lines" = 1 ] && [ "$(wc -l <"$dir/err")" = 1 ] && [ "$(content f 4)" = qAAA ]; then
 	ok "a dirty log after a reboot is recovered by the first process at start-up, in one line"
 else
@@ -130,7 +130,7 @@ if [ "$lines" = 1 ] && [ "$(wc -l <"$dir/err")" = 1 ] && [ "$(content g 1)" = q 
 else
 	nok "refusal: err=$(cat "$dir/err") g='$(content g 4)' recover: $out"
 fi
-rm -f "/dev/shm/libgc-intent2-$(id -u nobody)-"* 2>/dev/null
+rm -f "/dev/shm/libgc-intent2-$(id -u nobody)-"* "/dev/shm/libgc-intent-w2-$(id -u nobody)" 2>/dev/null
 # 10. gcd recovers the logs listed for it at start-up (--recover-only)
 if [ -x "$B/gcd" ]; then
 	fresh && run kill
