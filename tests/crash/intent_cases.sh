@@ -16,7 +16,7 @@ GCRUN=$B/gcrun
 NAME=icase-$$
 # CASE or CASE:VAR=VALUE (the library's environment for it)
 all_cases=(fork spawn other walk sig-fsync sig-fdatasync sig-sync sig-odsync:LIBGC_OSYNC=keep
-	vfork _Fork stale eio)
+	vfork _Fork stale eio restart)
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=("${all_cases[@]}")
 n=0 bad=0
@@ -124,7 +124,23 @@ one_case() {
 	pid=''
 	imnt=$("$SD" inspect --name "$NAME" 2>/dev/null | tail -n 1)
 	[ -d "$imnt" ] || { why="inspect failed"; return; }
-	if [ "$how" = libgc ]; then
+	if [ "$how" = libgc ] && [ "$c" = restart ]; then
+		# no gcd, nobody ran gcrun --recover: the program is started
+		# again at once; it must read what was acknowledged, and a
+		# recovery run later must not put older bytes over its newer
+		rm -rf "$tmp/read" "$tmp/exp2" && mkdir -p "$tmp/read" "$tmp/exp2"
+		mount --bind "$imnt" "$mnt" || { why="bind mount"; return; }
+		env LD_PRELOAD="$B/libgc.so" LIBGC_INTENT="$mnt/d" LIBGC_INTENT_LOG="$mnt/intent.log" \
+			"$PROG" again "$mnt/d" "$tmp/read" "$tmp/exp2" 2>"$tmp/err2" ||
+			why="started again: $(cat "$tmp/err2")"
+		out=$("$GCRUN" --recover "$mnt/intent.log" 2>&1) || why+="recovery failed: $out"
+		umount "$mnt"
+		[ -z "$why" ] || return
+		cmp -s <(head -c 64 "$tmp/exp/f") "$tmp/read/f" ||
+			why+="read at start: '$(head -c 32 "$tmp/read/f" | tr -c '[:print:]' .)', acknowledged: '$(head -c 32 "$tmp/exp/f" | tr -c '[:print:]' .)'; "
+		cp "$tmp/exp2/f" "$tmp/exp/f"
+		out+=" $(tr '\n' ' ' <"$tmp/err2")"
+	elif [ "$how" = libgc ]; then
 		mount --bind "$imnt" "$mnt" || { why="bind mount"; return; }
 		out=$("$GCRUN" --recover "$mnt/intent.log" 2>&1) || why="recovery failed: $out"
 		umount "$mnt"

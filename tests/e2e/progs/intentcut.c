@@ -5,7 +5,8 @@
  * told is durable), "ready" is printed and the process stops itself, so
  * that no checkpoint runs before the harness cuts the power.
  *
- *   intentcut CASE DIR EXP        (and "intentcut writer FILE OFF" for spawn)
+ *   intentcut CASE DIR EXP        (and "intentcut writer FILE OFF" for spawn;
+ *                                  "intentcut again DIR READ EXP" for restart)
  *
  * "walk" writes through every write-family name of shim/syms.def (each
  * pwritev2 flag too) into a file of its own, then syncs; a name of the
@@ -529,6 +530,37 @@ int main(int argc, char **argv)
 		put(fd, "BBBB", 4, atoll(argv[3]));
 		return 0;
 	}
+	if (argc == 5 && !strcmp(argv[1], "again")) {
+		/* after the cut, started again without a recovery: what the
+		 * program reads first (to READ/f), then newer bytes made
+		 * durable (copied to EXP/f), and a clean exit */
+		char path[4096], buf[64];
+		ssize_t n;
+		int out;
+
+		snprintf(path, sizeof(path), "%s/f", argv[2]);
+		fd = open(path, O_RDWR);
+		if (fd < 0 || (n = pread(fd, buf, sizeof(buf), 0)) < 0)
+			die("read again");
+		snprintf(path, sizeof(path), "%s/f", argv[3]);
+		out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (out < 0 || write(out, buf, (size_t)n) != n)
+			die("the copy of what was read");
+		close(out);
+		put(fd, "NEWERNEWER", 10, 0);
+		sync_fd(fd);
+		{
+			static char b2[65536];
+
+			snprintf(path, sizeof(path), "%s/f", argv[4]);
+			out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (out < 0 || (n = pread(fd, b2, sizeof(b2), 0)) < 0 ||
+			    write(out, b2, (size_t)n) != n)
+				die("the copy");
+			close(out);
+		}
+		return 0;
+	}
 	if (argc != 4)
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
@@ -601,6 +633,18 @@ int main(int argc, char **argv)
 		if (e)
 			alt = "WWWW";
 		nanosleep(&ts, NULL); /* two checkpoints */
+	} else if (!strcmp(c, "restart")) {
+		/* records acknowledged through the log only: the harness then
+		 * starts the program again before anyone recovers the log */
+		int i;
+		char m[16];
+
+		fd = prepare("f");
+		for (i = 0; i < 8; i++) {
+			snprintf(m, sizeof(m), "R%03d", i);
+			put(fd, m, 4, (off_t)i * 4);
+			sync_fd(fd);
+		}
 	} else if (!strcmp(c, "walk")) {
 		walk();
 	} else if (!strcmp(c, "sig-fsync")) {
