@@ -131,6 +131,44 @@ else
 	nok "refusal: err=$(cat "$dir/err") g='$(content g 4)' recover: $out"
 fi
 rm -f "/dev/shm/libgc-intent2-$(id -u nobody)-"* "/dev/shm/libgc-intent-w2-$(id -u nobody)" 2>/dev/null
+# 9c. a process killed while it held the log's lock and changed the
+# segment (its head moved past records never written, its busy mark left):
+# the next holder rebuilds the head from the log, so that what it writes
+# follows on from the last record and a recovery reaches it
+fresh
+{ env LD_PRELOAD=$B/libgc.so LIBGC_INTENT=$dir/d LIBGC_INTENT_LOG=$log "$PROG" hold "$dir/d" \
+	>"$dir/hold.out" 2>&1 & } 2>/dev/null
+hold=$!
+for i in $(seq 50); do grep -q held "$dir/hold.out" 2>/dev/null && break; sleep 0.1; done
+"$PROG" corrupt "$(shm)"
+run kill
+kill -KILL "$hold" 2>/dev/null
+{ wait "$hold"; } 2>/dev/null
+out=$(recover)
+if grep -q 'records=2 replayed=2' <<<"$out" && grep -q 'rebuilt from the log' "$dir/err"; then
+	ok "a lock holder killed mid-change: the next one rebuilds the head, its record is reached ($out)"
+else
+	nok "rebuild: $(cat "$dir/err") $out"
+fi
+# 9d. the hazard programs with the log on: fork with commits in flight,
+# cancellation while waiting, writes and syncs from a signal handler,
+# peers SIGKILLed mid-commit: each ends, with no error, through the log
+for h in "forker -t 4 -k 6" "cancel -r 12" "sigwrite -n 200 -i 300" "peerdeath -w 3 -k 8"; do
+	fresh
+	rm -f "$dir/rep"
+	set -- $h
+	prog=$B/tests/e2e/progs/$1
+	shift
+	o=$({ timeout 60 env LD_PRELOAD=$B/libgc.so LIBGC_INTENT=$dir/d LIBGC_INTENT_LOG=$log \
+		LIBGC_REPORT="$dir/rep" "$prog" "$@" "$dir/d" 2>&1; } 2>/dev/null)
+	rc=$?
+	logged=$(sed -n 's/.*intent_logged=\([0-9]*\).*/\1/p' "$dir/rep" 2>/dev/null | awk '{s+=$1} END {print s+0}')
+	if [ $rc = 0 ] && grep -q 'errors=0' <<<"$o" && [ "$logged" -gt 0 ]; then
+		ok "${h%% *} with the log: done, no error, $logged requests through it"
+	else
+		nok "${h%% *} with the log: rc=$rc logged=$logged: $(tail -n 3 <<<"$o")"
+	fi
+done
 # 10. gcd recovers the logs listed for it at start-up (--recover-only)
 if [ -x "$B/gcd" ]; then
 	fresh && run kill

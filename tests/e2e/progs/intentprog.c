@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "journal/intent_shm.h"
+
 static void die(const char *what)
 {
 	fprintf(stderr, "intentprog: %s: %s\n", what, strerror(errno));
@@ -37,6 +39,35 @@ int main(int argc, char **argv)
 	c = argv[1];
 	snprintf(f, sizeof(f), "%s/f", argv[2]);
 	snprintf(g, sizeof(g), "%s/g", argv[2]);
+	if (!strcmp(c, "hold")) {
+		/* one record of g through the log, then stays attached */
+		fd = open(g, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("open");
+		put(fd, "h", 1, 0);
+		put(fd, "H", 1, 0);
+		printf("held\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(c, "corrupt")) {
+		/* the segment at argv[2] as a holder of its lock leaves it when
+		 * it dies while appending: the head moved past records it never
+		 * wrote, and its busy mark */
+		struct gi_shm *m;
+		int sfd = open(argv[2], O_RDWR);
+
+		if (sfd < 0)
+			die("open the segment");
+		m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+		if (m == MAP_FAILED)
+			die("mmap the segment");
+		m->s_head_seq += 3;
+		m->s_head_off += 3 * 512;
+		m->s_busy = 1;
+		return 0;
+	}
 	if (!strcmp(c, "probe") || !strcmp(c, "probeg")) {
 		/* one sync of a file in scope (f, or g), then a clean exit */
 		fd = open(strcmp(c, "probe") ? g : f, O_RDWR | O_CREAT, 0644);
