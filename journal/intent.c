@@ -1926,6 +1926,7 @@ static int log_records(struct gi_file *f, int fd, uint64_t *lo, uint64_t *hi)
 	uint8_t *p;
 	struct stat st;
 	int nr, rfd, r = 0;
+	bool busy;
 	int64_t at;
 
 	/* a write of ours between its real call and its note would look
@@ -1944,9 +1945,15 @@ static int log_records(struct gi_file *f, int fd, uint64_t *lo, uint64_t *hi)
 		r = 1;
 		goto out;
 	}
+	/* A ctime or size that changed since our last look, with no write
+	 * of ours in flight, is a write libgc did not see. One of ours still
+	 * in flight (its note waits for f_lock) explains it: it has not
+	 * returned, so this sync need not cover it, as bare; a write by
+	 * another libgc process shows in the counts above whatever. */
+	busy = __atomic_load_n(&f->f_inflight, __ATOMIC_ACQUIRE) != 0;
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != f->f_ino ||
 	    __atomic_load_n(&f->f_lost, __ATOMIC_ACQUIRE) != f->f_lost_ok || !f->f_seen ||
-	    !same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size) {
+	    (!busy && (!same_time(&st.st_ctim, &f->f_ctime) || (uint64_t)st.st_size != f->f_size))) {
 		/* changed by a write libgc did not see exactly (or at all) */
 		gc_log(GC_LOG_TRACE, "intent: %s: real call (lost=%u seen=%d ctime %s size %s)",
 		       f->f_path, f->f_lost - f->f_lost_ok, f->f_seen,
