@@ -37,8 +37,6 @@ int gc_intent_on;
 #define GI_FILES 1024
 #define GI_FDS 4096
 #define GI_RANGES 16
-#define GI_CKPT_NS (1000ULL * GC_NSEC_PER_MSEC)
-
 /* ---- this process's view ---- */
 
 struct gi_range {
@@ -100,6 +98,7 @@ static struct {
 	int ndirs;
 	char log[GI_PATH_MAX];
 	uint64_t max;		/* bytes per request through the log */
+	unsigned ckpt_ms;	/* the checkpoint's period */
 	pthread_once_t once;
 	int scope_ready;	/* [atomic] dirfd[] and dirdev[] set */
 	int dirfd[GI_DIRS];	/* opened before any record: syncfs sees later errors */
@@ -421,6 +420,16 @@ void gc_intent_configure(void)
 			gc_log(GC_LOG_WARN, "LIBGC_INTENT_MAX: want 512-1048576 bytes (or 1k-1024k); using 64k");
 		else
 			gi.max = m;
+	}
+	gi.ckpt_ms = 1000;
+	v = getenv("LIBGC_INTENT_CKPT_MS");
+	if (v && *v) {
+		unsigned long m = strtoul(v, &end, 10);
+
+		if (*end || m < 10 || m > 60000)
+			gc_log(GC_LOG_WARN, "LIBGC_INTENT_CKPT_MS: want 10-60000 (milliseconds); using 1000");
+		else
+			gi.ckpt_ms = (unsigned)m;
 	}
 	gc_intent_on = 1;
 	boot_check();
@@ -1547,9 +1556,8 @@ static void boot_check(void)
 		return;
 	/* records are expected while their writers live */
 	if (view_open(&v)) {
-		for (i = 0; shm_ours(&v) && i < GI_SHM_MEMBERS; i++)
-			if (member_alive(&v, i))
-				live = true;
+		for (i = 0; shm_ours(&v) && i < GI_SHM_MEMBERS && !live; i++)
+			live = member_alive(&v, i);
 		view_close(&v);
 	}
 	if (!live)
@@ -1755,7 +1763,10 @@ static void *ck_main(void *arg)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += 1;
+		ts.tv_sec += gi.ckpt_ms / 1000;
+		ts.tv_nsec += (long)(gi.ckpt_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 		if (!gi.ck_kick)
 			pthread_cond_timedwait(&gi.ck_cv, &gi.ck_mu, &ts);
 		gi.ck_kick = false;
