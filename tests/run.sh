@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs test suites and sums their results into one closing line.
 # A suite is a Criterion binary (its "Synthesis:" line is read) or a script
-# printing TAP ("ok N - ...", "not ok N - ...", "# SKIP reason").
+# printing TAP ("ok N - ...", "not ok N - ...", "# SKIP reason").  Each
+# suite's time is printed after it, and the slowest at the end: make test
+# must stay within 10 minutes on 2 cores.
 set -u
-pass=0 fail=0 skip=0 broken=()
+pass=0 fail=0 skip=0 broken=() times=()
+start=$SECONDS
 for s in "$@"; do
+	t0=$SECONDS
 	name=${s#build/}
 	printf '== %s\n' "$name"
 	out=$(mktemp)
@@ -41,7 +45,12 @@ for s in "$@"; do
 		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { broken+=("$name (rc=$rc)"); fail=$((fail + 1)); }
 	fi
 	rm -f "$out"
+	printf '# %s: %d s\n' "$name" $((SECONDS - t0))
+	times+=("$((SECONDS - t0)) $name")
 done
+printf '%s\n' "${times[@]+"${times[@]}"}" | sort -rn | head -n 5 |
+	awk 'BEGIN { printf "slowest suites:" } { printf " %s %d s;", $2, $1 } END { print "" }'
+echo "total: $((SECONDS - start)) s"
 for b in "${broken[@]+"${broken[@]}"}"; do echo "broken suite: $b"; done
 echo
 echo "make test: $pass passed, $fail failed, $skip skipped"
