@@ -1,7 +1,7 @@
 /* The library's side of the block-device observer (see devstats.h): sysfs
  * walks from st_dev to a whole disk, seqlock reads of gcd's file with
- * pread, and /proc/diskstats flush samples. No allocation, no libc names
- * that the shim interposes, no cancellation points while a lock is held. */
+ * pread, and /proc/diskstats flush and write samples. No allocation, no libc
+ * names that the shim interposes, no cancellation points while a lock is held. */
 #include "core/devstats.h"
 
 #include <errno.h>
@@ -706,11 +706,12 @@ static const char *parse_u64(const char *p, const char *end, uint64_t *v)
 	return p;
 }
 
-/* One line: "MAJ MIN name f4 ... f20". Fields 19-20 are flushes and ms. */
-static bool parse_line(const char *p, const char *end, uint64_t disk, uint64_t *flushes,
-		       uint64_t *flush_ms)
+/* One line: "MAJ MIN name f4 ... f20", fields 4-20 into @v (17 of them:
+ * kernels from 5.5 on). */
+#define DS_FIELDS 17
+static bool parse_line(const char *p, const char *end, uint64_t disk, uint64_t *v)
 {
-	uint64_t maj, min, v[17];
+	uint64_t maj, min;
 	int n;
 
 	if (!(p = parse_u64(skip_space(p, end), end, &maj)) ||
@@ -721,22 +722,17 @@ static bool parse_line(const char *p, const char *end, uint64_t disk, uint64_t *
 	p = skip_space(p, end);
 	while (p < end && *p != ' ' && *p != '\t')
 		p++;	/* the name */
-	for (n = 0; n < 17; n++) {
+	for (n = 0; n < DS_FIELDS; n++) {
 		const char *q = parse_u64(skip_space(p, end), end, &v[n]);
 
 		if (!q)
 			break;
 		p = q;
 	}
-	if (n < 17)
-		return false;
-	*flushes = v[15];
-	*flush_ms = v[16];
-	return true;
+	return n == DS_FIELDS;
 }
 
-bool gc_devstats_parse_diskstats(const char *text, size_t len, uint64_t disk,
-				 uint64_t *flushes, uint64_t *flush_ms)
+static bool find_line(const char *text, size_t len, uint64_t disk, uint64_t *v)
 {
 	const char *p = text, *end = text + len;
 
@@ -746,15 +742,45 @@ bool gc_devstats_parse_diskstats(const char *text, size_t len, uint64_t disk,
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
 
-		if (parse_line(p, le, disk, flushes, flush_ms))
+		if (parse_line(p, le, disk, v))
 			return true;
 		p = nl ? nl + 1 : end;
 	}
 	return false;
 }
 
-/* Under s_lock: the file read a piece at a time, whole lines parsed. */
-static bool diskstats_locked(uint64_t disk, uint64_t *flushes, uint64_t *flush_ms)
+bool gc_devstats_parse_diskstats(const char *text, size_t len, uint64_t disk,
+				 uint64_t *flushes, uint64_t *flush_ms)
+{
+	uint64_t v[DS_FIELDS];
+
+	if (!find_line(text, len, disk, v))
+		return false;
+	*flushes = v[15];
+	*flush_ms = v[16];
+	return true;
+}
+
+static void write_sample(const uint64_t *v, struct gc_write_sample *out)
+{
+	*out = (struct gc_write_sample){ .ws_sectors = v[6], .ws_read_ms = v[3],
+					 .ws_write_ms = v[7], .ws_busy_ms = v[9] };
+}
+
+bool gc_devstats_parse_writes(const char *text, size_t len, uint64_t disk,
+			      struct gc_write_sample *out)
+{
+	uint64_t v[DS_FIELDS];
+
+	if (!find_line(text, len, disk, v))
+		return false;
+	write_sample(v, out);
+	return true;
+}
+
+/* Under s_lock: the file read a piece at a time, whole lines parsed; @disk's
+ * fields into @v. */
+static bool diskstats_locked(uint64_t disk, uint64_t *v)
 {
 	char *buf = g_ds.s_buf;
 	size_t have = 0;
@@ -769,8 +795,7 @@ static bool diskstats_locked(uint64_t disk, uint64_t *flushes, uint64_t *flush_m
 		size_t done;
 
 		if (n <= 0) {
-			found = have && gc_devstats_parse_diskstats(buf, have, disk, flushes,
-								   flush_ms);
+			found = have && find_line(buf, have, disk, v);
 			break;
 		}
 		have += (size_t)n;
@@ -781,7 +806,7 @@ static bool diskstats_locked(uint64_t disk, uint64_t *flushes, uint64_t *flush_m
 			continue;
 		}
 		done = (size_t)(last - buf) + 1;
-		if (gc_devstats_parse_diskstats(buf, done, disk, flushes, flush_ms)) {
+		if (find_line(buf, done, disk, v)) {
 			found = true;
 			break;
 		}
@@ -792,15 +817,42 @@ static bool diskstats_locked(uint64_t disk, uint64_t *flushes, uint64_t *flush_m
 	return found;
 }
 
+static bool diskstats_flushes(uint64_t disk, uint64_t *flushes, uint64_t *flush_ms)
+{
+	uint64_t v[DS_FIELDS];
+
+	if (!diskstats_locked(disk, v))
+		return false;
+	*flushes = v[15];
+	*flush_ms = v[16];
+	return true;
+}
+
 bool gc_devstats_diskstats(uint64_t disk, uint64_t *flushes, uint64_t *flush_ms)
 {
 	int saved = errno;
 	bool found = false;
 
 	if (disk && spin_lock(&g_ds.s_lock)) {
-		found = diskstats_locked(disk, flushes, flush_ms);
+		found = diskstats_flushes(disk, flushes, flush_ms);
 		spin_unlock(&g_ds.s_lock);
 	}
+	errno = saved;
+	return found;
+}
+
+bool gc_devstats_writes(uint64_t st_dev, struct gc_write_sample *out)
+{
+	int saved = errno;
+	uint64_t disk = disk_of(st_dev), v[DS_FIELDS];
+	bool found = false;
+
+	if (disk && spin_lock(&g_ds.s_lock)) {
+		found = diskstats_locked(disk, v);
+		spin_unlock(&g_ds.s_lock);
+	}
+	if (found)
+		write_sample(v, out);
 	errno = saved;
 	return found;
 }
@@ -845,7 +897,7 @@ static uint64_t diskstats_mean(uint64_t disk, uint64_t now_ns)
 		*s = (struct ds_sample){ .sa_disk = disk };
 	}
 	if (!s->sa_at_ns || now_ns - s->sa_at_ns >= GC_DEVSTATS_SAMPLE_NS || now_ns < s->sa_at_ns) {
-		if (diskstats_locked(disk, &cur.fs_flushes, &cur.fs_ms)) {
+		if (diskstats_flushes(disk, &cur.fs_flushes, &cur.fs_ms)) {
 			mean = gc_devstats_flush_mean_ns(s->sa_at_ns ? &s->sa_last : &first, &cur);
 			if (mean && mean <= DS_MAX_LAT_NS)
 				s->sa_mean_ns = mean;

@@ -68,6 +68,19 @@ bool gc_devstats_parse_diskstats(const char *text, size_t len, uint64_t disk,
 				 uint64_t *flushes, uint64_t *flush_ms);
 /* The same from the live file. */
 bool gc_devstats_diskstats(uint64_t disk, uint64_t *flushes, uint64_t *flush_ms);
+/* One disk's cumulative write counters from /proc/diskstats: sectors
+ * written (field 10), ms spent reading and writing (fields 7 and 11, summed
+ * over requests), and ms with any request in flight (field 13). */
+struct gc_write_sample {
+	uint64_t ws_sectors;
+	uint64_t ws_read_ms, ws_write_ms;
+	uint64_t ws_busy_ms;
+};
+bool gc_devstats_parse_writes(const char *text, size_t len, uint64_t disk,
+			      struct gc_write_sample *out);
+/* The same, from the live file, for the whole disk under @st_dev. */
+bool gc_devstats_writes(uint64_t st_dev, struct gc_write_sample *out);
+
 /* Mean flush latency between two samples of one disk; 0 when no flush
  * completed between them (or the counters went back), at least 1 when
  * some did: a device faster than the file's 1 ms resolution is not "none". */

@@ -585,6 +585,26 @@ Test(devstats, diskstats_parse)
 	cr_expect_not(gc_devstats_parse_diskstats("", 0, makedev(254, 0), &f, &ms));
 }
 
+/* The write counters the paced limiter measures with: sectors written,
+ * ms reading and writing, ms with any request in flight. */
+Test(devstats, diskstats_writes)
+{
+	struct gc_write_sample w;
+	size_t len = strlen(sample);
+
+	cr_assert(gc_devstats_parse_writes(sample, len, makedev(7, 0), &w));
+	cr_expect_eq(w.ws_sectors, 22238448);
+	cr_expect_eq(w.ws_read_ms, 6313);
+	cr_expect_eq(w.ws_write_ms, 1330536);
+	cr_expect_eq(w.ws_busy_ms, 641872);
+	cr_assert(gc_devstats_parse_writes(sample, len, makedev(259, 65536), &w));
+	cr_expect_eq(w.ws_sectors, 7);
+	cr_expect_eq(w.ws_busy_ms, 10);
+	cr_expect_not(gc_devstats_parse_writes(sample, len, makedev(8, 16), &w),
+		      "a line the flush fields are missing from is not read at all");
+	cr_expect_not(gc_devstats_parse_writes(sample, len, makedev(1, 1), &w), "absent");
+}
+
 Test(devstats, diskstats_file)
 {
 	char big[64 * 1024];
