@@ -1,12 +1,16 @@
 /* Dirty limiter state and its slow path (see dirty.h): write-behind with
- * sync_file_range(WRITE) every window, a wait for the oldest range while the
- * device has more than its limit under writeback, and the writeback errors
- * those waits consume, kept until the program's next fsync of the file.
- * Raw system calls, atomics and try-locks only: safe from a signal handler. */
+ * sync_file_range(WRITE) every window, and a wait for the oldest range while
+ * the device has more than its limit under writeback, watched with
+ * cachestat(2) or paced at the device's bandwidth. Neither reads nor moves a
+ * file's writeback-error cursor (DESIGN rule 8): every error stays in the
+ * kernel for the program's own syncs, on every description, in every
+ * process. Raw system calls, atomics and try-locks only: safe from a signal
+ * handler; cancellation is off while a slot is held. */
 #include "core/dirty.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,26 +31,38 @@ enum { SLOT_NEW, SLOT_TRACK, SLOT_SKIP };
 struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
 
 struct dirty_dev {
-	uint64_t dd_dev1;		/* st_dev + 1; 0: free (appended by CAS, never removed) */
-	uint32_t dd_ok;			/* 0 not yet known, 1 sync_file_range useful, 2 not */
-	uint32_t dd_lock;		/* try-lock of dd_ps */
-	int64_t dd_inflight;		/* bytes under writeback started here (atomic) */
-	uint64_t dd_limit, dd_window;	/* published from dd_ps (atomic) */
-	uint64_t dd_bw;
-	uint64_t dd_aged_at;		/* last sweep for idle slots */
-	struct gc_dirty_state dd_ps;
+	uint64_t dd_dev1;		/* [atomic] st_dev + 1; 0: free (appended by CAS, never removed) */
+	uint32_t dd_ok;			/* [atomic] 0 not yet known, 1 sync_file_range useful, 2 not */
+	uint32_t dd_lock;		/* [atomic] try-lock of the [dd_lock] fields */
+	int64_t dd_inflight;		/* [atomic] bytes under writeback started here */
+	uint64_t dd_limit, dd_window;	/* [atomic] published from dd_ps */
+	uint64_t dd_bw;			/* [atomic] */
+	uint64_t dd_due;		/* [atomic] when the device should have written ours */
+	uint64_t dd_aged_at;		/* [dd_lock] last sweep for idle slots */
+	uint64_t dd_ws_at;		/* [dd_lock] when dd_ws was read, 0 never */
+	struct gc_write_sample dd_ws;	/* [dd_lock] the disk's counters then */
+	struct gc_dirty_state dd_ps;	/* [dd_lock] */
 } __attribute__((aligned(64)));
 
 static struct dirty_dev devs[GC_DIRTY_DEVS];
 
-struct kept_err {
-	uint64_t ke_dev1;		/* st_dev + 1; 0 free; set last, cleared first */
-	uint64_t ke_ino;
-	int32_t ke_err;			/* -errno */
-	uint32_t ke_any;		/* overflow entry: every inode of the device */
+/* The generation of this process's slot locks and rings, never 0: a child
+ * of fork() starts a new one, so a slot another thread of its parent held
+ * at the fork, and the ranges the parent started, are seen to be stale. */
+static uint32_t dirty_gen = 1;
+
+/* cachestat(2), process-wide: 0 untried, 1 works, -1 cannot. */
+static int cs_state;
+
+#ifndef SYS_cachestat
+#define SYS_cachestat 451 /* one number on every architecture but alpha */
+#endif
+struct cs_range {
+	uint64_t off, len;
 };
-static struct kept_err kept[GC_DIRTY_ERRS];
-static int kept_n;			/* entries in use (atomic): 0 = fast fsync path */
+struct cs_stat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
 
 /* Filesystems whose sync_file_range does nothing useful: FUSE (the daemon
  * decides), NFS and SMB (writeback is the network's), ZFS (not
@@ -95,7 +111,7 @@ static int dev_index(uint64_t dev)
 	return -1;
 }
 
-/* Takes dd_ps; the first time also sets it up. */
+/* Takes dd_lock; the first time also sets dd_ps up. */
 static bool dev_lock(struct dirty_dev *dd)
 {
 	uint32_t free_ = 0;
@@ -108,7 +124,7 @@ static bool dev_lock(struct dirty_dev *dd)
 	return true;
 }
 
-/* Publishes dd_ps's decision and drops the lock. */
+/* Publishes dd_ps's decision and drops dd_lock. */
 static void dev_unlock(struct dirty_dev *dd)
 {
 	__atomic_store_n(&dd->dd_limit, dd->dd_ps.ds_limit, __ATOMIC_RELAXED);
@@ -117,88 +133,50 @@ static void dev_unlock(struct dirty_dev *dd)
 	__atomic_store_n(&dd->dd_lock, 0, __ATOMIC_RELEASE);
 }
 
-/* ---- kept errors ------------------------------------------------------ */
+/* ---- slots ------------------------------------------------------------ */
 
-void gc_dirty_keep_error(uint64_t dev, uint64_t ino, int err)
+/* Takes s_busy without waiting. A lock word of an older generation was
+ * taken by a thread of the parent process that this child does not have:
+ * it is taken over. A slot whose ring holds another generation's ranges
+ * starts with an empty ring (the device counts were reset with them). */
+static bool slot_trylock(struct gc_dirty_slot *s)
 {
-	uint64_t want = dev + 1, cur;
-	int i;
+	uint32_t gen = __atomic_load_n(&dirty_gen, __ATOMIC_RELAXED), cur = 0;
 
-	gc_stat_inc(dirty_kept);
-	for (i = 0; i < GC_DIRTY_ERRS; i++) {
-		struct kept_err *k = &kept[i];
-
-		cur = __atomic_load_n(&k->ke_dev1, __ATOMIC_ACQUIRE);
-		if (cur == want && (k->ke_any || k->ke_ino == ino))
-			return; /* one report per file, as the kernel's error cursor */
+	if (!__atomic_compare_exchange_n(&s->s_busy, &cur, gen, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED) &&
+	    (cur == gen || !__atomic_compare_exchange_n(&s->s_busy, &cur, gen, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return false;
+	if (s->s_gen != gen) {
+		__atomic_store_n(&s->s_n, 0, __ATOMIC_RELAXED);
+		s->s_head = 0;
+		s->s_gen = gen;
 	}
-	for (i = 0; i < GC_DIRTY_ERRS; i++) {
-		struct kept_err *k = &kept[i];
-
-		cur = 0;
-		/* claim with an odd marker, fill, then publish the device */
-		if (!__atomic_compare_exchange_n(&k->ke_dev1, &cur, UINT64_MAX, 0,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			continue;
-		k->ke_ino = ino;
-		k->ke_err = err;
-		k->ke_any = 0;
-		__atomic_add_fetch(&kept_n, 1, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&k->ke_dev1, want, __ATOMIC_RELEASE);
-		return;
-	}
-	/* Full: never drop an error. The last entry stands for every inode of
-	 * the device from now on: too many reports rather than one too few. */
-	kept[GC_DIRTY_ERRS - 1].ke_err = err;
-	__atomic_store_n(&kept[GC_DIRTY_ERRS - 1].ke_any, 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&kept_n, 1, __ATOMIC_SEQ_CST); /* never back to 0 */
-	__atomic_store_n(&kept[GC_DIRTY_ERRS - 1].ke_dev1, want, __ATOMIC_RELEASE);
+	return true;
 }
 
-int gc_dirty_take_error(int fd)
+static void slot_unlock(struct gc_dirty_slot *s)
 {
-	struct stat st;
-	int i, saved;
-
-	if (!__atomic_load_n(&kept_n, __ATOMIC_SEQ_CST))
-		return 0;
-	saved = errno;
-	if (syscall(SYS_fstat, fd, &st) < 0) {
-		errno = saved;
-		return 0; /* the real call reports EBADF */
-	}
-	errno = saved;
-	for (i = 0; i < GC_DIRTY_ERRS; i++) {
-		struct kept_err *k = &kept[i];
-		uint64_t want = (uint64_t)st.st_dev + 1;
-		int err;
-
-		if (__atomic_load_n(&k->ke_dev1, __ATOMIC_ACQUIRE) != want)
-			continue;
-		err = k->ke_err;
-		if (__atomic_load_n(&k->ke_any, __ATOMIC_ACQUIRE)) {
-			gc_stat_inc(dirty_returned);
-			return err;
-		}
-		if (k->ke_ino != (uint64_t)st.st_ino)
-			continue;
-		/* whoever clears the entry reports it */
-		if (!__atomic_compare_exchange_n(&k->ke_dev1, &want, 0, 0, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED))
-			continue;
-		__atomic_sub_fetch(&kept_n, 1, __ATOMIC_SEQ_CST);
-		gc_stat_inc(dirty_returned);
-		return err;
-	}
-	return 0;
+	__atomic_store_n(&s->s_busy, 0, __ATOMIC_RELEASE);
 }
 
-/* An error of the file's writeback (its description's error cursor moved
- * past it), not of the call: those are kept. */
-static bool wb_error(int r)
+/* Waits (without spinning the CPU) for another thread's slow path on the
+ * same descriptor: a writer sharing it is throttled too. */
+static bool slot_lock(struct gc_dirty_slot *s)
 {
-	return r < 0 && r != -EBADF && r != -EINVAL && r != -ESPIPE && r != -ENOMEM &&
-	       r != -EINTR && r != -EAGAIN;
+	struct timespec ts = { 0, 100 * 1000 };
+	uint64_t until = 0;
+
+	for (;;) {
+		if (slot_trylock(s))
+			return true;
+		if (!until)
+			until = gc_now_ns() + GC_DIRTY_PAUSE_MAX_NS;
+		else if (gc_now_ns() > until)
+			return false;
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
 }
 
 /* ---- ranges ----------------------------------------------------------- */
@@ -217,32 +195,104 @@ static void ring_drop(struct gc_dirty_slot *s)
 	s->s_head = 0;
 }
 
-/* Waits for the oldest range of @s (slot lock held). */
-static void wait_oldest(struct gc_dirty_slot *s, int fd)
+/* Pages of @rg still under writeback, from cachestat(2), which reads
+ * page-cache state and nothing else; -1 when it cannot tell (then waits are
+ * paced). A descriptor closed meanwhile has nothing left to wait for. */
+static int64_t under_writeback(int fd, const struct gc_dirty_range *rg)
+{
+	struct cs_range cr = { rg->r_off, rg->r_len };
+	struct cs_stat cs;
+
+	if (__atomic_load_n(&cs_state, __ATOMIC_RELAXED) < 0)
+		return -1;
+	if (syscall(SYS_cachestat, fd, &cr, &cs, 0) < 0) {
+		if (errno == EBADF)
+			return 0;
+		/* ENOSYS before Linux 6.5, or whatever a seccomp filter answers */
+		if (__atomic_exchange_n(&cs_state, -1, __ATOMIC_RELAXED) >= 0)
+			gc_log(GC_LOG_DEBUG,
+			       "dirty limiter: no cachestat (errno %d): waits paced at the bandwidth",
+			       errno);
+		return -1;
+	}
+	__atomic_store_n(&cs_state, 1, __ATOMIC_RELAXED);
+	return (int64_t)cs.nr_writeback;
+}
+
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / GC_NSEC_PER_SEC), (long)(ns % GC_NSEC_PER_SEC) };
+
+	/* raw: no cancellation point, and no other preload's idea of time */
+	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+}
+
+static uint64_t page_size(void)
+{
+	static long ps;
+
+	if (!ps)
+		ps = sysconf(_SC_PAGESIZE);
+	return ps > 0 ? (uint64_t)ps : 4096;
+}
+
+/* Waits until the oldest range of @s has left writeback, or until
+ * @deadline; then it leaves the ring either way (slot lock held). A wait
+ * that saw its range written measures the device; a paced one only says
+ * that the device held the writer. Pages left dirty and not under
+ * writeback were written again after their writeback: a later window's. */
+static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 {
 	struct gc_dirty_range *rg = &s->s_ring[s->s_head];
 	struct dirty_dev *dd = &devs[s->s_devi];
-	uint64_t t0 = gc_now_ns(), t1;
-	int r;
+	uint64_t t0 = gc_now_ns(), now = t0;
+	int64_t left;
 
-	r = gc_sys_sfr(fd, (off64_t)rg->r_off, (off64_t)rg->r_len,
-		       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-			       SYNC_FILE_RANGE_WAIT_AFTER);
-	t1 = gc_now_ns();
-	if (wb_error(r))
-		gc_dirty_keep_error(s->s_dev, s->s_ino, r);
+	while ((left = under_writeback(fd, rg)) > 0 && now < deadline) {
+		uint64_t ns = gc_dirty_poll_ns((uint64_t)left * page_size(),
+					       __atomic_load_n(&dd->dd_bw, __ATOMIC_RELAXED));
+
+		gc_stat_inc(dirty_polls);
+		nap(ns < deadline - now ? ns : deadline - now);
+		now = gc_now_ns();
+	}
+	if (left < 0) {
+		gc_stat_inc(dirty_paced);
+		if (rg->r_due_ns > now)
+			nap((rg->r_due_ns < deadline ? rg->r_due_ns : deadline) - now);
+	}
+	now = gc_now_ns();
 	gc_stat_inc(dirty_waits);
-	gc_stat_add(dirty_wait_ns, t1 - t0);
+	gc_stat_add(dirty_wait_ns, now - t0);
 	__atomic_sub_fetch(&dd->dd_inflight, (int64_t)rg->r_len, __ATOMIC_RELAXED);
-	if (dev_lock(dd)) {
-		gc_dirty_waited(&dd->dd_ps, &gc_cfg.c_dirty, rg->r_len, t0, t1);
+	if (left <= 0 && dev_lock(dd)) {
+		if (!left)
+			gc_dirty_waited(&dd->dd_ps, &gc_cfg.c_dirty, rg->r_len, t0, now);
+		else if (now - t0 >= GC_DIRTY_BLOCKED_NS)
+			gc_dirty_held(&dd->dd_ps, now);
 		dev_unlock(dd);
 	}
 	s->s_head = (s->s_head + 1) % GC_DIRTY_RING;
 	__atomic_sub_fetch(&s->s_n, 1, __ATOMIC_RELAXED);
 }
 
-/* Is @fd (still) a file worth limiting? Fills the slot's identity. */
+/* When a range of @len bytes started at @now should be written: after what
+ * the device already has from this process, at its bandwidth. */
+static uint64_t range_due(struct dirty_dev *dd, uint64_t len, uint64_t now)
+{
+	uint64_t d = gc_dirty_pace_ns(len, __atomic_load_n(&dd->dd_bw, __ATOMIC_RELAXED));
+	uint64_t prev = __atomic_load_n(&dd->dd_due, __ATOMIC_RELAXED), due;
+
+	do {
+		due = (prev > now ? prev : now) + d;
+	} while (!__atomic_compare_exchange_n(&dd->dd_due, &prev, due, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return due;
+}
+
+/* Is @fd (still) a file worth limiting? Fills the slot's identity. A real
+ * O_SYNC/O_DSYNC descriptor (LIBGC_OSYNC=keep, or one we did not convert)
+ * is written back by each write already. */
 static bool classify(struct gc_dirty_slot *s, int fd)
 {
 	struct stat st;
@@ -260,7 +310,7 @@ static bool classify(struct gc_dirty_slot *s, int fd)
 	s->s_dev = (uint64_t)st.st_dev;
 	s->s_ino = (uint64_t)st.st_ino;
 	fl = syscall(SYS_fcntl, fd, F_GETFL);
-	if (fl < 0 || (fl & O_DIRECT) || (fl & O_ACCMODE) == O_RDONLY)
+	if (fl < 0 || (fl & (O_DIRECT | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY)
 		goto skip;
 	i = dev_index(s->s_dev);
 	if (i < 0)
@@ -294,19 +344,40 @@ static void age_idle(int self, uint64_t now)
 
 	for (fd = 0; fd < GC_DIRTY_FDS; fd++) {
 		struct gc_dirty_slot *s = &gc_dirty_slots[fd];
-		uint32_t free_ = 0;
 		uint32_t last;
 
-		if (fd == self || !__atomic_load_n(&s->s_n, __ATOMIC_RELAXED))
-			continue;
-		if (!__atomic_compare_exchange_n(&s->s_busy, &free_, 1, 0, __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
+		if (fd == self || !__atomic_load_n(&s->s_n, __ATOMIC_RELAXED) || !slot_trylock(s))
 			continue;
 		last = (s->s_head + s->s_n - 1) % GC_DIRTY_RING;
 		if (s->s_n && now - s->s_ring[last].r_start_ns > AGE_NS)
 			ring_drop(s);
-		__atomic_store_n(&s->s_busy, 0, __ATOMIC_RELEASE);
+		slot_unlock(s);
 	}
+}
+
+/* Where no wait can see writeback end, the disk's own counters measure its
+ * bandwidth: bytes written per time with writes in flight (dd_lock held). */
+static void disk_sample(struct dirty_dev *dd, uint64_t st_dev, uint64_t now)
+{
+	struct gc_write_sample w, *o = &dd->dd_ws;
+	uint64_t busy_ms, rw_ms;
+
+	if (__atomic_load_n(&cs_state, __ATOMIC_RELAXED) >= 0 || !gc_devstats_writes(st_dev, &w))
+		return;
+	if (dd->dd_ws_at && w.ws_sectors >= o->ws_sectors && w.ws_busy_ms >= o->ws_busy_ms &&
+	    w.ws_read_ms >= o->ws_read_ms && w.ws_write_ms >= o->ws_write_ms) {
+		/* the share of busy time that reads took is not the writes' */
+		busy_ms = w.ws_busy_ms - o->ws_busy_ms;
+		rw_ms = (w.ws_read_ms - o->ws_read_ms) + (w.ws_write_ms - o->ws_write_ms);
+		if (rw_ms)
+			busy_ms = (uint64_t)((unsigned __int128)busy_ms *
+					     (w.ws_write_ms - o->ws_write_ms) / rw_ms);
+		gc_dirty_busy_sample(&dd->dd_ps, &gc_cfg.c_dirty,
+				     (w.ws_sectors - o->ws_sectors) * 512,
+				     busy_ms * GC_NSEC_PER_MSEC, now);
+	}
+	dd->dd_ws = w;
+	dd->dd_ws_at = now;
 }
 
 static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
@@ -328,6 +399,7 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 			/* no observer: look again later */
 			__atomic_store_n(&dd->dd_ps.ds_obs_at, now, __ATOMIC_RELAXED);
 		}
+		disk_sample(dd, s->s_dev, now);
 	}
 	sweep = now - dd->dd_aged_at > AGE_NS;
 	if (sweep)
@@ -337,42 +409,33 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 		age_idle(fd, now);
 }
 
-/* Waits (without spinning the CPU) for another thread's slow path on the
- * same descriptor: a writer sharing it is throttled too. */
-static bool slot_lock(struct gc_dirty_slot *s)
+/* The slow path runs in the process the tables belong to: a child made
+ * without fork()'s handlers (_Fork, vfork, clone) shares or copied them
+ * with its parent's threads' locks, and is not limited. */
+static bool dirty_self(void)
 {
-	struct timespec ts = { 0, 100 * 1000 };
-	uint64_t until = 0;
-	uint32_t free_;
-
-	for (;;) {
-		free_ = 0;
-		if (__atomic_compare_exchange_n(&s->s_busy, &free_, 1, 0, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return true;
-		if (!until)
-			until = gc_now_ns() + GC_DIRTY_PAUSE_MAX_NS;
-		else if (gc_now_ns() > until)
-			return false;
-		nanosleep(&ts, NULL);
-	}
+	return (pid_t)syscall(SYS_getpid) == gc_getpid();
 }
 
 void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 {
 	struct gc_dirty_slot *s = &gc_dirty_slots[fd];
-	uint64_t pending, lo1, hi, start, end, now, t0, limit;
+	uint64_t pending, lo1, hi, start, end, now, deadline, limit;
 	struct dirty_dev *dd;
-	int saved, r;
+	int saved, r, cancel;
 
 	(void)n;
 	/* Nested, or a signal handler that interrupted library code. */
-	if (gc_depth || gc_cfg.c_dirty.dc_mode == GC_DIRTY_OFF)
+	if (gc_depth || gc_cfg.c_dirty.dc_mode == GC_DIRTY_OFF || !dirty_self())
 		return;
 	gc_depth++;
 	saved = errno;
-	if (!slot_lock(s))
+	/* a thread cancelled with the slot held would leave it held */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (!slot_lock(s)) {
+		gc_stat_inc(dirty_busy);
 		goto out_nolock;
+	}
 	pending = __atomic_exchange_n(&s->s_pending, 0, __ATOMIC_RELAXED);
 	lo1 = __atomic_exchange_n(&s->s_lo1, 0, __ATOMIC_RELAXED);
 	hi = __atomic_exchange_n(&s->s_hi, 0, __ATOMIC_RELAXED);
@@ -409,8 +472,11 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	}
 	if (end <= start)
 		goto out;
+	deadline = gc_now_ns() + GC_DIRTY_PAUSE_MAX_NS;
 	if (s->s_n == GC_DIRTY_RING)
-		wait_oldest(s, fd);
+		wait_oldest(s, fd, deadline);
+	/* WRITE alone starts writeback and checks no error: the WAIT flags
+	 * would report the file's writeback errors here, to nobody */
 	r = gc_sys_sfr(fd, (off64_t)start, (off64_t)(end - start), SYNC_FILE_RANGE_WRITE);
 	now = gc_now_ns();
 	if (r == -EBADF || r == -EINVAL || r == -ESPIPE) {
@@ -421,15 +487,18 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	}
 	gc_stat_inc(dirty_started);
 	gc_stat_add(dirty_started_bytes, end - start);
-	s->s_ring[(s->s_head + s->s_n) % GC_DIRTY_RING] =
-		(struct gc_dirty_range){ .r_off = start, .r_len = end - start, .r_start_ns = now };
+	s->s_ring[(s->s_head + s->s_n) % GC_DIRTY_RING] = (struct gc_dirty_range){
+		.r_off = start,
+		.r_len = end - start,
+		.r_start_ns = now,
+		.r_due_ns = range_due(dd, end - start, now),
+	};
 	__atomic_add_fetch(&s->s_n, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&dd->dd_inflight, (int64_t)(end - start), __ATOMIC_RELAXED);
-	t0 = now;
 	limit = __atomic_load_n(&dd->dd_limit, __ATOMIC_RELAXED);
 	while (s->s_n && __atomic_load_n(&dd->dd_inflight, __ATOMIC_RELAXED) > (int64_t)limit &&
-	       now - t0 < GC_DIRTY_PAUSE_MAX_NS) {
-		wait_oldest(s, fd);
+	       now < deadline) {
+		wait_oldest(s, fd, deadline);
 		now = gc_now_ns();
 		limit = __atomic_load_n(&dd->dd_limit, __ATOMIC_RELAXED);
 	}
@@ -437,18 +506,41 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	__atomic_store_n(&s->s_thresh, __atomic_load_n(&dd->dd_window, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
 out:
-	__atomic_store_n(&s->s_busy, 0, __ATOMIC_RELEASE);
+	slot_unlock(s);
 out_nolock:
+	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
 	gc_depth--;
+}
+
+void gc_dirty_atfork_child(void)
+{
+	uint32_t g = dirty_gen + 1;
+	int i;
+
+	dirty_gen = g ? g : 1;
+	for (i = 0; i < GC_DIRTY_DEVS; i++) {
+		devs[i].dd_lock = 0;
+		devs[i].dd_inflight = 0;
+		devs[i].dd_due = 0;
+	}
+}
+
+int gc_dirty_cachestat(void)
+{
+	return __atomic_load_n(&cs_state, __ATOMIC_RELAXED);
+}
+
+void gc_dirty_set_cachestat(int state)
+{
+	__atomic_store_n(&cs_state, state, __ATOMIC_RELAXED);
 }
 
 void gc_dirty_reset(void)
 {
 	memset(gc_dirty_slots, 0, sizeof(gc_dirty_slots));
 	memset(devs, 0, sizeof(devs));
-	memset(kept, 0, sizeof(kept));
-	kept_n = 0;
+	dirty_gen = 1;
 }
 
 bool gc_dirty_dev_info(uint64_t st_dev, uint64_t *limit, uint64_t *window,

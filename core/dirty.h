@@ -1,8 +1,10 @@
 /* Dirty limiter state: per descriptor, the bytes written since writeback was
  * last started and the ranges under writeback; per device, the bytes under
- * writeback and the policy's limit; per inode, writeback errors the limiter's
- * waits consumed, kept for the program's next fsync. Fixed tables, atomics:
- * the write path takes no lock and allocates nothing. Per process. */
+ * writeback and the policy's limit. It never looks at a file's error state:
+ * writeback is started with SYNC_FILE_RANGE_WRITE alone and watched with
+ * cachestat(2), or paced from the measured bandwidth where that is missing.
+ * Fixed tables, atomics: the write path takes no lock and allocates nothing.
+ * Per process. */
 #ifndef GC_CORE_DIRTY_H
 #define GC_CORE_DIRTY_H
 #include <stdbool.h>
@@ -15,7 +17,6 @@
 #define GC_DIRTY_FDS 4096
 #define GC_DIRTY_RING 8
 #define GC_DIRTY_DEVS 16
-#define GC_DIRTY_ERRS 64
 /* The first slow path of a descriptor runs after this many bytes: files
  * smaller than that never cost a system call. */
 #define GC_DIRTY_FIRST GC_DIRTY_WIN_MIN
@@ -26,6 +27,7 @@
 struct gc_dirty_range {
 	uint64_t r_off, r_len;
 	uint64_t r_start_ns;		/* when its writeback was started */
+	uint64_t r_due_ns;		/* when the device should have written it */
 };
 
 struct gc_dirty_slot {
@@ -33,7 +35,8 @@ struct gc_dirty_slot {
 	uint64_t s_thresh;		/* s_pending that calls the slow path; 0 = GC_DIRTY_FIRST */
 	uint64_t s_lo1;			/* positioned writes in this window: lowest offset + 1, 0 none */
 	uint64_t s_hi;			/* ... and highest end */
-	uint32_t s_busy;		/* slow-path owner: a try-lock */
+	uint32_t s_busy;		/* slow-path try-lock: 0 free, else its taker's generation */
+	uint32_t s_gen;			/* generation whose ranges the ring holds */
 	uint32_t s_state;		/* SLOT_* in dirty.c */
 	int32_t s_devi;			/* index in the device table */
 	uint32_t s_head, s_n;		/* ring of ranges under writeback */
@@ -72,17 +75,18 @@ static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
 		gc_dirty_slow(fd, off, n);
 }
 
-/* A writeback error a limiter wait consumed on @fd's file and nobody has
- * been told yet: returned once (-errno, and forgotten), else 0. Called by
- * fsync, fdatasync and O_SYNC-style completions before their real call.
- * One atomic load when no error is kept. */
-int gc_dirty_take_error(int fd);
+/* In the child of fork(): the slow-path locks that the parent's other
+ * threads held, and the ranges the parent started, are not the child's. */
+void gc_dirty_atfork_child(void);
 
 /* Tests and introspection. */
 void gc_dirty_reset(void);
 /* The device's limit, window and bytes in flight; false if not seen. */
 bool gc_dirty_dev_info(uint64_t st_dev, uint64_t *limit, uint64_t *window,
 		       int64_t *inflight, uint64_t *bw);
-/* Keeps @err (-errno) for (@dev, @ino), as a wait that consumed it would. */
-void gc_dirty_keep_error(uint64_t dev, uint64_t ino, int err);
+/* Whether cachestat(2) watches writeback (1), has not been tried (0), or
+ * cannot (-1: ENOSYS, a seccomp filter): then waits are paced. Tests set
+ * -1 to take the paced path, 0 to probe again. */
+int gc_dirty_cachestat(void);
+void gc_dirty_set_cachestat(int state);
 #endif

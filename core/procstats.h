@@ -17,7 +17,7 @@
 #define GC_PS_DIR "/dev/shm"
 #define GC_PS_PREFIX "libgc.stats-"
 #define GC_PS_MAGIC 0x3173747370636700ULL /* "\0gcpsts1" */
-#define GC_PS_VERSION 4 /* 2: the call-site table; 3: buffered and write-behind bytes; 4: deferred */
+#define GC_PS_VERSION 5 /* 2: the call-site table; 3: buffered and write-behind bytes; 4: deferred; 5: the limiter's polls */
 
 struct gc_ps_seg {
 	uint64_t ps_magic;	/* written last: 0 while being made */

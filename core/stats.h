@@ -40,8 +40,9 @@
 	X(dirty_started_bytes)	/* ... their bytes: the write-behind */             \
 	X(dirty_waits)		/* ... waits for a writer's oldest range */        \
 	X(dirty_wait_ns)	/* ... their summed time */                        \
-	X(dirty_kept)		/* ... writeback errors those waits consumed, kept */ \
-	X(dirty_returned)	/* ... kept errors returned by fsync/fdatasync */  \
+	X(dirty_polls)		/* ... looks (cachestat) at a range still under writeback */ \
+	X(dirty_paced)		/* ... waits paced at the bandwidth (no cachestat) */ \
+	X(dirty_busy)		/* ... slow paths given up: the descriptor's slot stayed busy */ \
 	X(intent_logged)	/* requests acknowledged through the intent log */ \
 	X(intent_real)		/* requests in its scope served by a real call */  \
 	X(intent_records)	/* records it wrote */                             \

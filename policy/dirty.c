@@ -21,9 +21,16 @@
  *       so the device never runs dry while the writer waits for the oldest.
  *
  *   A writer starts writeback of every W bytes it wrote; while more than L
- *   is in flight on its device it waits for its oldest range, and gives up
- *   starting new waits after 200 ms in one call. LIBGC_DIRTY=SIZE fixes
- *   W = SIZE and L = 2 W (window n started, window n-1 waited for). */
+ *   is in flight on its device it waits for its oldest range, 200 ms at
+ *   most in one call. LIBGC_DIRTY=SIZE fixes W = SIZE and L = 2 W (window
+ *   n started, window n-1 waited for).
+ *
+ *   A wait sees its range written through cachestat(2), looking again after
+ *   about (bytes left) / B, within [50 us, 20 ms]. Without cachestat it
+ *   cannot see the end: each range is then due (bytes) / B after the later
+ *   of its start and the previous range's due time, and B comes from the
+ *   observer or from the disk's counters: bytes written per time with
+ *   writes in flight, which a writer held back too long cannot talk down. */
 #include "policy/dirty.h"
 
 #include <string.h>
@@ -121,6 +128,42 @@ void gc_dirty_waited(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
 			  elapsed, GC_DIRTY_SRC_SELF);
 	ds->ds_period_start = 0;
 	gc_dirty_recompute(ds, dc);
+}
+
+void gc_dirty_held(struct gc_dirty_state *ds, uint64_t now)
+{
+	ds->ds_blocked_at = now;
+}
+
+void gc_dirty_busy_sample(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
+			  uint64_t bytes, uint64_t busy_ns, uint64_t now)
+{
+	uint64_t period = ds->ds_busy_at && now > ds->ds_busy_at ? now - ds->ds_busy_at
+								 : GC_DIRTY_PERIOD_NS;
+
+	ds->ds_busy_at = now;
+	if (busy_ns < GC_DIRTY_BUSY_MIN_NS || bytes < GC_DIRTY_BUSY_MIN_BYTES)
+		return;
+	/* the observer, while it speaks, knows the device better */
+	if (ds->ds_obs_bw_at && now - ds->ds_obs_bw_at < 5 * GC_DIRTY_PERIOD_NS)
+		return;
+	bw_sample(ds, (uint64_t)((unsigned __int128)bytes * GC_NSEC_PER_SEC / busy_ns), period,
+		  GC_DIRTY_SRC_DISK);
+	gc_dirty_recompute(ds, dc);
+}
+
+uint64_t gc_dirty_pace_ns(uint64_t bytes, uint64_t bw)
+{
+	if (!bw)
+		bw = GC_DIRTY_BW_INIT;
+	if (bw < GC_DIRTY_BW_MIN)
+		bw = GC_DIRTY_BW_MIN;
+	return (uint64_t)((unsigned __int128)bytes * GC_NSEC_PER_SEC / bw);
+}
+
+uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw)
+{
+	return clamp_u64(gc_dirty_pace_ns(left, bw), GC_DIRTY_POLL_MIN_NS, GC_DIRTY_POLL_MAX_NS);
 }
 
 bool gc_dirty_obs_due(const struct gc_dirty_state *ds, uint64_t now)

@@ -37,15 +37,23 @@ struct gc_dirty_cfg {
 /* A wait longer than this found its range still under writeback: the
  * device, not the writer, set the pace (only such periods measure it). */
 #define GC_DIRTY_BLOCKED_NS (50ULL * 1000)
-/* One write pauses at most this long before it stops starting new waits. */
+/* One write pauses at most this long, all its waits together. */
 #define GC_DIRTY_PAUSE_MAX_NS (200ULL * 1000 * 1000)
+/* A wait looks at its range again after about the time the device needs
+ * for what is left of it, within these bounds. */
+#define GC_DIRTY_POLL_MIN_NS GC_DIRTY_BLOCKED_NS
+#define GC_DIRTY_POLL_MAX_NS (20ULL * 1000 * 1000)
+/* A bandwidth sample from the disk's own counters needs this much time
+ * with writes in flight, and this many bytes written, in its period. */
+#define GC_DIRTY_BUSY_MIN_NS (20ULL * 1000 * 1000)
+#define GC_DIRTY_BUSY_MIN_BYTES (1ULL << 20)
 /* Read-latency scale of the limit, in 1/1024: never below 1/64. */
 #define GC_DIRTY_SCALE_ONE 1024u
 #define GC_DIRTY_SCALE_MIN 16u
 /* Read p99 target: twice the quietest p99 seen, at least 1 ms. */
 #define GC_DIRTY_READ_FLOOR_NS (1000ULL * 1000)
 
-enum gc_dirty_src { GC_DIRTY_SRC_NONE, GC_DIRTY_SRC_SELF, GC_DIRTY_SRC_OBSERVER };
+enum gc_dirty_src { GC_DIRTY_SRC_NONE, GC_DIRTY_SRC_SELF, GC_DIRTY_SRC_OBSERVER, GC_DIRTY_SRC_DISK };
 
 /* Per-device controller memory: fixed layout, no pointers. */
 struct gc_dirty_state {
@@ -59,6 +67,7 @@ struct gc_dirty_state {
 	uint64_t ds_blocked_at;		/* last wait that found writeback running */
 	uint64_t ds_obs_at;		/* last observer sample taken */
 	uint64_t ds_obs_bw_at;		/* last observer bandwidth sample used */
+	uint64_t ds_busy_at;		/* last disk-counter sample (gc_dirty_busy_sample) */
 	uint64_t ds_read_base_ns;	/* quietest read p99 seen (slowly forgotten) */
 	uint64_t ds_read_p99_ns;	/* last read p99 from the observer */
 	uint64_t ds_limit;		/* bytes under writeback before a writer waits */
@@ -68,9 +77,24 @@ struct gc_dirty_state {
 void gc_dirty_cfg_defaults(struct gc_dirty_cfg *dc);
 void gc_dirty_init(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc);
 
-/* A writer's wait for @bytes of writeback, begun at @start, ended at @end. */
+/* A writer's wait for @bytes of writeback, begun at @start, ended at @end
+ * when it saw them written. */
 void gc_dirty_waited(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
 		     uint64_t bytes, uint64_t start, uint64_t end);
+/* A paced wait (no way to see writeback end) held a writer at @now: the
+ * device, as far as it is known, sets the pace. */
+void gc_dirty_held(struct gc_dirty_state *ds, uint64_t now);
+/* The disk's counters over a period ending at @now: @bytes written while
+ * writes were in flight for @busy_ns. Where no wait can see writeback end,
+ * this is the bandwidth the paced waits go by. */
+void gc_dirty_busy_sample(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
+			  uint64_t bytes, uint64_t busy_ns, uint64_t now);
+
+/* Time the device takes for @bytes at @bw bytes/s (0: the initial guess). */
+uint64_t gc_dirty_pace_ns(uint64_t bytes, uint64_t bw);
+/* How long a wait sleeps before it looks at its range again, with @left
+ * bytes of it still under writeback. */
+uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw);
 
 /* What the block observer says about the disk (fresh only). */
 struct gc_dirty_obs {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/devstats.h"
+#include "core/dirty.h"
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/procstats.h"
@@ -70,6 +71,7 @@ static void atfork_child(void)
 	gc_sys_adopt();
 	gc_fd_fork_child();
 	gc_devstats_atfork_child();
+	gc_dirty_atfork_child();
 	gc_journal_atfork_child();
 	gc_intent_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */

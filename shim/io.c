@@ -39,9 +39,7 @@ static inline bool full_sync(int flags)
  * 0 or -errno. */
 static int sync_fd(int fd, bool full)
 {
-	/* A writeback error the dirty limiter's wait consumed on this file is
-	 * this sync's, as the kernel would have reported it here. */
-	int e = gc_dirty_take_error(fd), r;
+	int r;
 
 	if (gc_depth) {
 		/* Nested or from a signal handler: no coordinator here. */
@@ -62,7 +60,7 @@ static int sync_fd(int fd, bool full)
 		gc_depth--;
 		gc_stats_request_end(ns, r);
 	}
-	return e < 0 ? e : r;
+	return r;
 }
 
 /* The dirty limiter (core/dirty.h): a buffered write of @n bytes through a

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "core/dirty.h"
 #include "core/sites.h"
 #include "core/stats.h"
 #include "journal/intent.h"
@@ -20,14 +19,12 @@
 static int sync_common(int fd, bool datasync)
 {
 	enum gc_origin origin = datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC;
-	int saved = errno, r, e, site;
+	int saved = errno, r, site;
 	uint64_t t0, ns;
 	bool grouped;
 
 	pthread_testcancel();
 	t0 = gc_now_ns();
-	/* dirty limiter: a writeback error its wait consumed is this call's */
-	e = gc_dirty_take_error(fd);
 	gc_depth++;
 	site = gc_site_begin(&grouped);
 	r = grouped ? gc_sync(fd, datasync, origin, t0)
@@ -36,8 +33,6 @@ static int sync_common(int fd, bool datasync)
 	gc_stats_request_end(ns, r);
 	gc_site_end(site, ns, !grouped);
 	gc_depth--;
-	if (e < 0)
-		r = e;
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -68,6 +63,9 @@ GC_EXPORT int fsync(int fd)
 	GC_COUNT(fsync);
 	if (unlikely(gc_intent_on) && gc_depth)
 		return nested_intent(fd, false);
+	/* Disabled, nested, or a signal handler that interrupted the library:
+	 * the kernel's own answer, as bare. No error of the file is held
+	 * anywhere else (DESIGN rule 8), so there is nothing to add to it. */
 	if (gc_disabled || gc_depth)
 		return gc_real.fsync(fd);
 	return sync_common(fd, false);
@@ -80,6 +78,7 @@ GC_EXPORT int fdatasync(int fd)
 	GC_COUNT(fdatasync);
 	if (unlikely(gc_intent_on) && gc_depth)
 		return nested_intent(fd, true);
+	/* as fsync's */
 	if (gc_disabled || gc_depth)
 		return gc_real.fdatasync(fd);
 	return sync_common(fd, true);

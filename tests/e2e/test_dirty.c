@@ -1,6 +1,7 @@
-/* The dirty limiter end to end, on the project's slow disk: a writeback error
- * that the limiter's sync_file_range wait consumed still reaches the
- * program's fsync, exactly as bare; every write-family call is counted. */
+/* The dirty limiter end to end, on the project's slow disk: with its waits
+ * running into failed writeback, the program's fsyncs answer as bare; every
+ * write-family call is counted. (tests/e2e/errors.sh asks the same of many
+ * more programs.) */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -99,12 +100,13 @@ static void prep_faulty(const char *file, const char *mb)
 
 /* Bare and under libgc (the limiter with a 64 KiB window, so its waits run
  * into the failed writeback long before the fsync), the program sees the
- * same: EIO from the first fsync, 0 from the second. */
+ * same: EIO from the first fsync, 0 from the second. The waits look at the
+ * failed ranges and leave their error to the fsync. */
 Test(dirty, eio_reaches_fsync_as_bare)
 {
 	static const char *const env[] = { "LIBGC_DIRTY=64k", "LIBGC_REPORT=kv,all", NULL };
 	char file[1100], bare[128] = "", gc[128] = "";
-	unsigned long long kept = 0, returned = 0, started = 0;
+	unsigned long long waits = 0, started = 0;
 	struct e2e_run r;
 
 	e2e_need_libgc();
@@ -118,8 +120,7 @@ Test(dirty, eio_reaches_fsync_as_bare)
 		e2e_expect_ok(&r, pass ? "under libgc" : "bare");
 		snprintf(pass ? gc : bare, sizeof(bare), "%s", r.out);
 		if (pass) {
-			e2e_report_get(r.err, 0, "dirty_kept", &kept);
-			e2e_report_get(r.err, 0, "dirty_returned", &returned);
+			e2e_report_get(r.err, 0, "dirty_waits", &waits);
 			e2e_report_get(r.err, 0, "dirty_started", &started);
 		}
 		e2e_run_free(&r);
@@ -128,8 +129,7 @@ Test(dirty, eio_reaches_fsync_as_bare)
 	cr_expect_str_eq(bare, "fsync1=EIO fsync2=0\n", "bare kernel: %s", bare);
 	cr_expect_str_eq(gc, bare, "under libgc \"%s\", bare \"%s\"", gc, bare);
 	cr_expect_gt(started, 0, "the limiter started no writeback");
-	cr_expect_geq(kept, 1, "no wait consumed the error: the test proves nothing");
-	cr_expect_eq(returned, 1, "kept errors returned: %llu", returned);
+	cr_expect_geq(waits, 8, "the limiter hardly waited (%llu): the test proves nothing", waits);
 	disk_down();
 }
 

@@ -1,14 +1,19 @@
 /* The dirty limiter: the pure controller with a fake clock (limit and window
- * from bandwidth, target and read-latency scale; bandwidth from waits and
- * from the observer; read p99 feedback), LIBGC_DIRTY's sizes, and the core
- * state on a real file (kept errors, write-behind on this machine's disk). */
+ * from bandwidth, target and read-latency scale; bandwidth from waits, from
+ * the observer and from the disk's counters; read p99 feedback; the waits'
+ * pacing), LIBGC_DIRTY's sizes, and the core state on a real file:
+ * write-behind on this machine's disk that never asks for a file's errors,
+ * watched or paced, and slot locks that survive fork and cancellation. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/dirty.h"
@@ -292,6 +297,77 @@ Test(dirty, read_feedback_recovers)
 	cr_expect_eq(ds.ds_scale, GC_DIRTY_SCALE_ONE);
 }
 
+/* Where no wait can see writeback end, the disk's counters give the
+ * bandwidth: bytes per time with writes in flight. Too little of either in
+ * a period is no sample; the observer, while it speaks, goes first. */
+Test(dirty, bandwidth_from_disk_counters)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+	uint64_t now = T0;
+
+	gc_dirty_init(&ds, &dc);
+	gc_dirty_busy_sample(&ds, &dc, 8 * MIB, 200 * MS, now);
+	cr_expect_eq(ds.ds_bw_src, GC_DIRTY_SRC_DISK);
+	cr_expect_eq(ds.ds_bw, 8 * MIB * SEC / (200 * MS), "first sample as is");
+	/* a writer held back (the disk busy only half the period) still reads
+	 * the disk's rate, not its own */
+	ds.ds_bw = 0;
+	gc_dirty_busy_sample(&ds, &dc, 4 * MIB, 100 * MS, now += 200 * MS);
+	cr_expect_eq(ds.ds_bw, 4 * MIB * SEC / (100 * MS));
+	ds.ds_bw = 0;
+	gc_dirty_busy_sample(&ds, &dc, 64 * KIB, 200 * MS, now += 200 * MS);
+	cr_expect_eq(ds.ds_bw, 0, "64 KiB is no sample");
+	gc_dirty_busy_sample(&ds, &dc, 8 * MIB, 5 * MS, now += 200 * MS);
+	cr_expect_eq(ds.ds_bw, 0, "5 ms busy is no sample");
+	/* the observer sampled: the disk's counters wait */
+	gc_dirty_held(&ds, now);
+	obs(&ds, &dc, now, 40 * MBPS, 0, 0);
+	cr_expect_eq(ds.ds_bw, 40 * MBPS);
+	gc_dirty_busy_sample(&ds, &dc, 8 * MIB, 800 * MS, now += 200 * MS);
+	cr_expect_eq(ds.ds_bw, 40 * MBPS, "disk counters overrode the observer");
+}
+
+/* A paced wait says the device held the writer: the observer's rate counts. */
+Test(dirty, held_is_device_bound)
+{
+	struct gc_dirty_cfg dc = cfg_ms(100);
+	struct gc_dirty_state ds;
+
+	gc_dirty_init(&ds, &dc);
+	obs(&ds, &dc, T0, 30 * MBPS, 0, 0);
+	cr_expect_eq(ds.ds_bw, 0);
+	gc_dirty_held(&ds, T0 + 100 * MS);
+	obs(&ds, &dc, T0 + 200 * MS, 30 * MBPS, 0, 0);
+	cr_expect_eq(ds.ds_bw, 30 * MBPS);
+}
+
+struct pace_case {
+	char what[32];
+	uint64_t bytes, bw, pace, poll;
+};
+
+ParameterizedTestParameters(dirty, pacing)
+{
+	static struct pace_case cases[] = {
+		{ "1 MB at 40 MB/s", 1000000, 40 * MBPS, 25 * MS, 20 * MS },
+		{ "64 KiB at 40 MB/s", 64 * KIB, 40 * MBPS, 1638400, 1638400 },
+		{ "4 KiB at 1 GB/s", 4 * KIB, 1000 * MBPS, 4096, 50 * US },
+		{ "unmeasured: 64 MB/s", 64 * 1000 * 1000, 0, SEC, 20 * MS },
+		{ "below 1 MB/s: 1 MB/s", 1000, 10, MS, 1 * MS },
+	};
+
+	return cr_make_param_array(struct pace_case, cases, ARRAY_LEN(cases));
+}
+
+ParameterizedTest(struct pace_case *c, dirty, pacing)
+{
+	cr_expect_eq(gc_dirty_pace_ns(c->bytes, c->bw), c->pace, "%s: pace %llu", c->what,
+		     (unsigned long long)gc_dirty_pace_ns(c->bytes, c->bw));
+	cr_expect_eq(gc_dirty_poll_ns(c->bytes, c->bw), c->poll, "%s: poll %llu", c->what,
+		     (unsigned long long)gc_dirty_poll_ns(c->bytes, c->bw));
+}
+
 struct size_case {
 	char in[28];
 	bool ok;
@@ -335,69 +411,36 @@ static int tmpfile_fd(char *path, size_t len)
 	return fd;
 }
 
-Test(dirty_core, kept_error_once_per_file)
+/* Every sync_file_range the limiter makes, through the real-call table. */
+static unsigned sfr_calls, sfr_waits;
+static int sfr_record(int fd, off64_t off, off64_t len, unsigned int flags)
 {
-	char pa[64], pb[64];
-	int a = tmpfile_fd(pa, sizeof(pa)), b = tmpfile_fd(pb, sizeof(pb)), a2;
-	struct stat st;
-
-	gc_dirty_reset();
-	cr_expect_eq(gc_dirty_take_error(a), 0, "nothing kept");
-	cr_assert_eq(fstat(a, &st), 0);
-	gc_dirty_keep_error(st.st_dev, st.st_ino, -EIO);
-	gc_dirty_keep_error(st.st_dev, st.st_ino, -ENOSPC); /* one per file */
-	cr_expect_eq(gc_dirty_take_error(b), 0, "another file's error");
-	a2 = open(pa, O_RDONLY);
-	cr_assert_geq(a2, 0);
-	/* any descriptor of the file reports it: too many reports, never one too few */
-	cr_expect_eq(gc_dirty_take_error(a2), -EIO);
-	cr_expect_eq(gc_dirty_take_error(a), 0, "reported once");
-	cr_expect_eq(gc_dirty_take_error(-1), 0, "EBADF is the real call's");
-	unlink(pa);
-	unlink(pb);
-	close(a);
-	close(a2);
-	close(b);
+	__atomic_add_fetch(&sfr_calls, 1, __ATOMIC_RELAXED);
+	if (flags != SYNC_FILE_RANGE_WRITE)
+		__atomic_add_fetch(&sfr_waits, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_sync_file_range, fd, off, len, flags);
 }
 
-Test(dirty_core, kept_errors_overflow_sticks_to_the_device)
-{
-	char pa[64];
-	int a = tmpfile_fd(pa, sizeof(pa)), i;
-	struct stat st;
-
-	gc_dirty_reset();
-	cr_assert_eq(fstat(a, &st), 0);
-	for (i = 0; i < GC_DIRTY_ERRS + 1; i++)
-		gc_dirty_keep_error(st.st_dev, 1000000 + (uint64_t)i, -EIO);
-	/* our file never had one, but the table could not hold every error */
-	cr_expect_eq(gc_dirty_take_error(a), -EIO);
-	cr_expect_eq(gc_dirty_take_error(a), -EIO, "sticky");
-	gc_dirty_reset();
-	cr_expect_eq(gc_dirty_take_error(a), 0);
-	unlink(pa);
-	close(a);
-}
-
-/* Streaming 16 MiB through the write path on this machine's disk starts
- * writeback every window and keeps what is in flight near the limit. */
-Test(dirty_core, write_behind_on_a_real_file)
+/* Streams @n windows of 256 KiB through the write path, checking what is
+ * in flight; returns the counters' difference. */
+static struct gc_stats stream(int fd, int n)
 {
 	static char buf[256 * 1024];
-	char p[64];
-	int fd = tmpfile_fd(p, sizeof(p)), i;
 	uint64_t limit, window, bw;
+	struct gc_stats s0, s1, d;
 	int64_t inflight;
-	struct gc_stats s0, s1;
 	struct stat st;
+	int i;
 
 	gc_dirty_reset();
 	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
 	gc_cfg.c_dirty.dc_window = 256 * KIB;
 	gc_cfg.c_dirty.dc_target_ns = 100 * MS;
+	sfr_calls = sfr_waits = 0;
+	gc_sys.sy_sync_file_range = sfr_record;
 	cr_assert_eq(fstat(fd, &st), 0);
 	gc_stats_sum(&s0);
-	for (i = 0; i < 64; i++) {
+	for (i = 0; i < n; i++) {
 		cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
 		gc_dirty_wrote(fd, -1, sizeof(buf));
 		if (gc_dirty_dev_info(st.st_dev, &limit, &window, &inflight, &bw))
@@ -406,16 +449,84 @@ Test(dirty_core, write_behind_on_a_real_file)
 				      (unsigned long long)limit);
 	}
 	gc_stats_sum(&s1);
+	gc_sys.sy_sync_file_range = NULL;
 	cr_assert(gc_dirty_dev_info(st.st_dev, &limit, &window, &inflight, &bw),
 		  "device not tracked (is /var/tmp on tmpfs or FUSE?)");
 	cr_expect_eq(window, 256 * KIB);
 	cr_expect_eq(limit, 512 * KIB);
-	cr_expect_geq(s1.dirty_started - s0.dirty_started, 60, "windows started: %llu",
-		      (unsigned long long)(s1.dirty_started - s0.dirty_started));
-	cr_expect_geq(s1.dirty_waits - s0.dirty_waits, 58, "waits: %llu",
-		      (unsigned long long)(s1.dirty_waits - s0.dirty_waits));
-	cr_expect_eq(gc_dirty_take_error(fd), 0);
+#define GC_STAT_DIFF(x) d.x = s1.x - s0.x;
+	GC_STATS(GC_STAT_DIFF)
+#undef GC_STAT_DIFF
+	return d;
+}
+
+/* Streaming 16 MiB on this machine's disk starts writeback every window,
+ * keeps what is in flight near the limit, and waits through cachestat:
+ * never a sync_file_range that waits (it would take the file's writeback
+ * errors from the program, DESIGN rule 8). */
+Test(dirty_core, write_behind_watched)
+{
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p));
+	struct gc_stats d;
+
+	gc_dirty_set_cachestat(0);
+	d = stream(fd, 64);
+	if (gc_dirty_cachestat() < 0)
+		cr_skip_test("no cachestat(2) (Linux < 6.5): write_behind_paced covers this kernel");
+	cr_expect_geq(d.dirty_started, 60, "windows started: %llu",
+		      (unsigned long long)d.dirty_started);
+	cr_expect_geq(d.dirty_waits, 58, "waits: %llu", (unsigned long long)d.dirty_waits);
+	cr_expect_eq(d.dirty_paced, 0);
+	cr_expect_eq(sfr_calls, d.dirty_started);
+	cr_expect_eq(sfr_waits, 0, "%u sync_file_range calls with a WAIT flag", sfr_waits);
 	unlink(p);
+	close(fd);
+}
+
+/* Without cachestat (ENOSYS, a seccomp filter), waits are paced at the
+ * device's bandwidth: the same limit, the same calls. */
+Test(dirty_core, write_behind_paced)
+{
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p));
+	struct gc_stats d;
+
+	gc_dirty_set_cachestat(-1);
+	d = stream(fd, 64);
+	gc_dirty_set_cachestat(0);
+	cr_expect_geq(d.dirty_started, 60, "windows started: %llu",
+		      (unsigned long long)d.dirty_started);
+	cr_expect_geq(d.dirty_waits, 58, "waits: %llu", (unsigned long long)d.dirty_waits);
+	cr_expect_eq(d.dirty_paced, d.dirty_waits);
+	cr_expect_eq(d.dirty_polls, 0);
+	cr_expect_eq(sfr_waits, 0, "%u sync_file_range calls with a WAIT flag", sfr_waits);
+	unlink(p);
+	close(fd);
+}
+
+/* A real O_SYNC/O_DSYNC descriptor (LIBGC_OSYNC=keep) is not limited. */
+Test(dirty_core, real_dsync_not_limited)
+{
+	static char buf[256 * 1024];
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p)), dfd, i;
+	struct gc_stats s0, s1;
+
+	dfd = open(p, O_WRONLY | O_DSYNC);
+	cr_assert_geq(dfd, 0);
+	gc_dirty_reset();
+	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
+	gc_cfg.c_dirty.dc_window = 64 * KIB;
+	gc_stats_sum(&s0);
+	for (i = 0; i < 4; i++) {
+		cr_assert_eq(write(dfd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		gc_dirty_wrote(dfd, -1, sizeof(buf));
+	}
+	gc_stats_sum(&s1);
+	cr_expect_eq(s1.dirty_started, s0.dirty_started, "an O_DSYNC descriptor was limited");
+	unlink(p);
+	close(dfd);
 	close(fd);
 }
 
@@ -440,6 +551,100 @@ Test(dirty_core, nested_writes_not_limited)
 	gc_stats_sum(&s1);
 	cr_expect_eq(s1.dirty_started, s0.dirty_started);
 	cr_expect_eq(s1.dirty_waits, s0.dirty_waits);
+	unlink(p);
+	close(fd);
+}
+
+/* Writes @n windows of 64 KiB to @fd; returns how many started writeback. */
+static uint64_t started_by(int fd, int n)
+{
+	static char buf[64 * 1024];
+	struct gc_stats s0, s1;
+	int i;
+
+	gc_stats_sum(&s0);
+	for (i = 0; i < n; i++) {
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			return 0;
+		gc_dirty_wrote(fd, -1, sizeof(buf));
+	}
+	gc_stats_sum(&s1);
+	return s1.dirty_started - s0.dirty_started;
+}
+
+/* A fork child inherits the slot lock that another thread of its parent
+ * held at the fork: the atfork handler makes it the child's again. Without
+ * it the child's writes through that number are never limited, each after a
+ * 200 ms try (so the parent's side, which shows the lock really is held,
+ * runs 2 writes only). */
+Test(dirty_core, slot_held_at_fork)
+{
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p)), st;
+	pid_t pid;
+
+	gc_dirty_reset();
+	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
+	gc_cfg.c_dirty.dc_window = 64 * KIB;
+	cr_assert_eq(started_by(fd, 2), 2);
+	/* what a thread inside the slow path at the fork leaves behind */
+	gc_dirty_slots[fd].s_busy = 1;
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		gc_dirty_atfork_child();
+		_exit(started_by(fd, 10) == 10 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's writes were not limited");
+	cr_expect_eq(started_by(fd, 2), 0, "a held slot in the parent is still held");
+	gc_dirty_slots[fd].s_busy = 0;
+	cr_expect_eq(started_by(fd, 2), 2);
+	unlink(p);
+	close(fd);
+}
+
+/* sync_file_range is a cancellation point in glibc: a writer cancelled
+ * inside it, with the slot held, must not leave the slot held. The stand-in
+ * sleeps in usleep (a cancellation point too) while the main thread cancels. */
+static int in_sfr;
+static int sfr_slow(int fd, off64_t off, off64_t len, unsigned int flags)
+{
+	__atomic_store_n(&in_sfr, 1, __ATOMIC_RELEASE);
+	usleep(50 * 1000);
+	return (int)syscall(SYS_sync_file_range, fd, off, len, flags);
+}
+
+static void *cancelled_writer(void *arg)
+{
+	int fd = *(int *)arg;
+
+	for (;;)
+		started_by(fd, 1);
+	return NULL;
+}
+
+Test(dirty_core, writer_cancelled_inside)
+{
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p));
+	pthread_t t;
+	void *ret;
+
+	gc_dirty_reset();
+	gc_cfg.c_dirty.dc_mode = GC_DIRTY_FIXED;
+	gc_cfg.c_dirty.dc_window = 64 * KIB;
+	in_sfr = 0;
+	gc_sys.sy_sync_file_range = sfr_slow;
+	cr_assert_eq(pthread_create(&t, NULL, cancelled_writer, &fd), 0);
+	while (!__atomic_load_n(&in_sfr, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	cr_assert_eq(pthread_cancel(t), 0);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	gc_sys.sy_sync_file_range = NULL;
+	cr_expect_eq(ret, PTHREAD_CANCELED);
+	cr_expect_eq(gc_dirty_slots[fd].s_busy, 0, "the cancelled writer left its slot held");
+	cr_expect_eq(started_by(fd, 4), 4, "writes after the cancel were not limited");
 	unlink(p);
 	close(fd);
 }
