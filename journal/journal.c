@@ -335,8 +335,9 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	if (domain_direct(d, now))
 		return held_result(d, begun, S_ISDIR(st.st_mode), direct_accounted(d, fd, datasync, start));
 	/* Multi-inode transactions: write our data back before joining, so the
-	 * real calls released together only have to commit. A writeback error
-	 * seen here belongs to this request. */
+	 * real calls released together only have to commit. The wait reports
+	 * (and marks seen) a writeback error of this request's own description,
+	 * as its fsync would have: the error is this request's (DESIGN rule 8). */
 	if (S_ISREG(st.st_mode) &&
 	    (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
 	     (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED)))) {
