@@ -111,5 +111,8 @@ e2e: $(E2E_SUITES) $(LIB)
 ALL_BINS += $(E2E_TOOLS) $(E2E_PROGS)
 PKG_BINS += $(E2E_SUITES)
 TEST_SUITES += $(E2E_SUITES)
+# The differential error suite: writeback errors on the slow disk, bare and
+# under libgc with the dirty limiter at every setting (TAP).
+TEST_SUITES += tests/e2e/errors.sh
 .PHONY: e2e
 TEST_SUITES += tests/e2e/intent.sh
