@@ -196,24 +196,27 @@ static void ring_drop(struct gc_dirty_slot *s)
 }
 
 /* Pages of @rg still under writeback, from cachestat(2), which reads
- * page-cache state and nothing else; -1 when it cannot tell (then waits are
- * paced). A descriptor closed meanwhile has nothing left to wait for. */
+ * page-cache state and nothing else; WB_PACED when it cannot tell (then
+ * waits are paced), WB_GONE for a descriptor closed meanwhile: nothing left
+ * to wait for through it. */
+#define WB_PACED (-1)
+#define WB_GONE (-2)
 static int64_t under_writeback(int fd, const struct gc_dirty_range *rg)
 {
 	struct cs_range cr = { rg->r_off, rg->r_len };
 	struct cs_stat cs;
 
 	if (__atomic_load_n(&cs_state, __ATOMIC_RELAXED) < 0)
-		return -1;
+		return WB_PACED;
 	if (syscall(SYS_cachestat, fd, &cr, &cs, 0) < 0) {
 		if (errno == EBADF)
-			return 0;
+			return WB_GONE;
 		/* ENOSYS before Linux 6.5, or whatever a seccomp filter answers */
 		if (__atomic_exchange_n(&cs_state, -1, __ATOMIC_RELAXED) >= 0)
 			gc_log(GC_LOG_DEBUG,
 			       "dirty limiter: no cachestat (errno %d): waits paced at the bandwidth",
 			       errno);
-		return -1;
+		return WB_PACED;
 	}
 	__atomic_store_n(&cs_state, 1, __ATOMIC_RELAXED);
 	return (int64_t)cs.nr_writeback;
@@ -245,18 +248,22 @@ static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 {
 	struct gc_dirty_range *rg = &s->s_ring[s->s_head];
 	struct dirty_dev *dd = &devs[s->s_devi];
-	uint64_t t0 = gc_now_ns(), now = t0;
-	int64_t left;
+	uint64_t t0 = gc_now_ns(), now = t0, seen_at = 0, done, ns;
+	int64_t left, seen = 0;
 
 	while ((left = under_writeback(fd, rg)) > 0 && now < deadline) {
-		uint64_t ns = gc_dirty_poll_ns((uint64_t)left * page_size(),
-					       __atomic_load_n(&dd->dd_bw, __ATOMIC_RELAXED));
-
+		/* the rate since the last look, once there was one */
+		done = seen > left ? (uint64_t)(seen - left) * page_size() : 0;
+		ns = gc_dirty_poll_ns((uint64_t)left * page_size(),
+				      __atomic_load_n(&dd->dd_bw, __ATOMIC_RELAXED), done,
+				      now - seen_at);
+		seen = left;
+		seen_at = now;
 		gc_stat_inc(dirty_polls);
 		nap(ns < deadline - now ? ns : deadline - now);
 		now = gc_now_ns();
 	}
-	if (left < 0) {
+	if (left == WB_PACED) {
 		gc_stat_inc(dirty_paced);
 		if (rg->r_due_ns > now)
 			nap((rg->r_due_ns < deadline ? rg->r_due_ns : deadline) - now);
@@ -265,7 +272,7 @@ static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 	gc_stat_inc(dirty_waits);
 	gc_stat_add(dirty_wait_ns, now - t0);
 	__atomic_sub_fetch(&dd->dd_inflight, (int64_t)rg->r_len, __ATOMIC_RELAXED);
-	if (left <= 0 && dev_lock(dd)) {
+	if ((left == 0 || left == WB_PACED) && dev_lock(dd)) {
 		if (!left)
 			gc_dirty_waited(&dd->dd_ps, &gc_cfg.c_dirty, rg->r_len, t0, now);
 		else if (now - t0 >= GC_DIRTY_BLOCKED_NS)
@@ -391,7 +398,11 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 		return;
 	if (gc_dirty_obs_due(&dd->dd_ps, now)) {
 		if (gc_devstats_io(s->s_dev, now, &io)) {
-			o.o_write_bps = io.io_write_bytes_per_s;
+			/* Paced writers write at the bandwidth they believe in, and
+			 * the device then does just that: only its counters (bytes
+			 * per time busy) can tell it could do more. */
+			if (__atomic_load_n(&cs_state, __ATOMIC_RELAXED) >= 0)
+				o.o_write_bps = io.io_write_bytes_per_s;
 			o.o_read_p99_ns = io.io_read_p99_ns;
 			o.o_reads = io.io_read_window;
 			gc_dirty_observe(&dd->dd_ps, &gc_cfg.c_dirty, &o, now);
@@ -518,7 +529,7 @@ void gc_dirty_atfork_child(void)
 	uint32_t g = dirty_gen + 1;
 	int i;
 
-	dirty_gen = g ? g : 1;
+	__atomic_store_n(&dirty_gen, g ? g : 1, __ATOMIC_RELAXED);
 	for (i = 0; i < GC_DIRTY_DEVS; i++) {
 		devs[i].dd_lock = 0;
 		devs[i].dd_inflight = 0;

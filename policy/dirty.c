@@ -26,7 +26,9 @@
  *   n started, window n-1 waited for).
  *
  *   A wait sees its range written through cachestat(2), looking again after
- *   about (bytes left) / B, within [50 us, 20 ms]. Without cachestat it
+ *   half the time the bytes left need, at the rate the range went since the
+ *   last look (else at B), within [50 us, 1 ms]: sleeping the whole
+ *   (bytes left) / B, a wait would measure B whatever the device does. Without cachestat it
  *   cannot see the end: each range is then due (bytes) / B after the later
  *   of its start and the previous range's due time, and B comes from the
  *   observer or from the disk's counters: bytes written per time with
@@ -161,9 +163,12 @@ uint64_t gc_dirty_pace_ns(uint64_t bytes, uint64_t bw)
 	return (uint64_t)((unsigned __int128)bytes * GC_NSEC_PER_SEC / bw);
 }
 
-uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw)
+uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw, uint64_t done, uint64_t done_ns)
 {
-	return clamp_u64(gc_dirty_pace_ns(left, bw), GC_DIRTY_POLL_MIN_NS, GC_DIRTY_POLL_MAX_NS);
+	uint64_t t = done && done_ns ? (uint64_t)((unsigned __int128)left * done_ns / done)
+				     : gc_dirty_pace_ns(left, bw);
+
+	return clamp_u64(t / 2, GC_DIRTY_POLL_MIN_NS, GC_DIRTY_POLL_MAX_NS);
 }
 
 bool gc_dirty_obs_due(const struct gc_dirty_state *ds, uint64_t now)

@@ -39,10 +39,13 @@ struct gc_dirty_cfg {
 #define GC_DIRTY_BLOCKED_NS (50ULL * 1000)
 /* One write pauses at most this long, all its waits together. */
 #define GC_DIRTY_PAUSE_MAX_NS (200ULL * 1000 * 1000)
-/* A wait looks at its range again after about the time the device needs
- * for what is left of it, within these bounds. */
+/* A wait looks at its range again after half the time the device needs
+ * for what is left of it, within these bounds: a range often leaves
+ * writeback all at once (one large request), so the last look can come up
+ * to the ceiling late, the device idle meanwhile when that range was all
+ * it had. */
 #define GC_DIRTY_POLL_MIN_NS GC_DIRTY_BLOCKED_NS
-#define GC_DIRTY_POLL_MAX_NS (20ULL * 1000 * 1000)
+#define GC_DIRTY_POLL_MAX_NS (1ULL * 1000 * 1000)
 /* A bandwidth sample from the disk's own counters needs this much time
  * with writes in flight, and this many bytes written, in its period. */
 #define GC_DIRTY_BUSY_MIN_NS (20ULL * 1000 * 1000)
@@ -93,8 +96,11 @@ void gc_dirty_busy_sample(struct gc_dirty_state *ds, const struct gc_dirty_cfg *
 /* Time the device takes for @bytes at @bw bytes/s (0: the initial guess). */
 uint64_t gc_dirty_pace_ns(uint64_t bytes, uint64_t bw);
 /* How long a wait sleeps before it looks at its range again, with @left
- * bytes of it still under writeback. */
-uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw);
+ * bytes of it still under writeback: half the time they need at the rate
+ * the range went at since the last look (@done bytes in @done_ns), else at
+ * @bw. A wait that slept the whole of it at @bw would measure @bw whatever
+ * the device does, and an estimate too low would never recover. */
+uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw, uint64_t done, uint64_t done_ns);
 
 /* What the block observer says about the disk (fresh only). */
 struct gc_dirty_obs {

@@ -350,11 +350,11 @@ struct pace_case {
 ParameterizedTestParameters(dirty, pacing)
 {
 	static struct pace_case cases[] = {
-		{ "1 MB at 40 MB/s", 1000000, 40 * MBPS, 25 * MS, 20 * MS },
-		{ "64 KiB at 40 MB/s", 64 * KIB, 40 * MBPS, 1638400, 1638400 },
+		{ "1 MB at 40 MB/s", 1000000, 40 * MBPS, 25 * MS, 1 * MS },
+		{ "64 KiB at 40 MB/s", 64 * KIB, 40 * MBPS, 1638400, 819200 },
 		{ "4 KiB at 1 GB/s", 4 * KIB, 1000 * MBPS, 4096, 50 * US },
-		{ "unmeasured: 64 MB/s", 64 * 1000 * 1000, 0, SEC, 20 * MS },
-		{ "below 1 MB/s: 1 MB/s", 1000, 10, MS, 1 * MS },
+		{ "unmeasured: 64 MB/s", 64 * 1000 * 1000, 0, SEC, 1 * MS },
+		{ "below 1 MB/s: 1 MB/s", 1000, 10, MS, 500 * US },
 	};
 
 	return cr_make_param_array(struct pace_case, cases, ARRAY_LEN(cases));
@@ -364,8 +364,22 @@ ParameterizedTest(struct pace_case *c, dirty, pacing)
 {
 	cr_expect_eq(gc_dirty_pace_ns(c->bytes, c->bw), c->pace, "%s: pace %llu", c->what,
 		     (unsigned long long)gc_dirty_pace_ns(c->bytes, c->bw));
-	cr_expect_eq(gc_dirty_poll_ns(c->bytes, c->bw), c->poll, "%s: poll %llu", c->what,
-		     (unsigned long long)gc_dirty_poll_ns(c->bytes, c->bw));
+	cr_expect_eq(gc_dirty_poll_ns(c->bytes, c->bw, 0, 0), c->poll, "%s: poll %llu", c->what,
+		     (unsigned long long)gc_dirty_poll_ns(c->bytes, c->bw, 0, 0));
+}
+
+/* Once the range made progress, the next look goes by its own rate. */
+Test(dirty, poll_at_the_ranges_rate)
+{
+	/* 512 KiB left, 256 KiB went in 1 ms: 2 ms more, look after 1 */
+	cr_expect_eq(gc_dirty_poll_ns(512 * KIB, 1000 * MBPS, 256 * KIB, 1 * MS), 1 * MS);
+	cr_expect_eq(gc_dirty_poll_ns(256 * KIB, 1000 * MBPS, 256 * KIB, 1 * MS), 500 * US);
+	/* fast going: the floor */
+	cr_expect_eq(gc_dirty_poll_ns(4 * KIB, 1 * MBPS, 1 * MIB, 1 * MS), 50 * US);
+	/* slow going: the ceiling */
+	cr_expect_eq(gc_dirty_poll_ns(8 * MIB, 1000 * MBPS, 4 * KIB, 1 * MS), 1 * MS);
+	/* no progress since the last look: the bandwidth decides */
+	cr_expect_eq(gc_dirty_poll_ns(64 * KIB, 40 * MBPS, 0, 3 * MS), 819200);
 }
 
 struct size_case {
