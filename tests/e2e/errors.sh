@@ -21,14 +21,17 @@ MANY_KB=192
 # Scenarios, and the limiter settings each runs under (besides bare).
 SCENARIOS=(two fork exec later dup signal dsync reuse many)
 # paced: cachestat(2) made to fail (ENOSYS, as before Linux 6.5), so the
-# limiter paces its waits at the device's bandwidth.
-MODES=(auto auto10 64k 4k off paced)
+# limiter paces its waits at the device's bandwidth. grouped: every sync
+# joins a transaction (its own staging wait first) and is its file's owner,
+# whose real call's result the others would share.
+MODES=(auto auto10 64k 4k off paced grouped)
 mode_env() {
 	case $1 in
 	auto) echo LIBGC_DIRTY=auto ;;
 	auto10) echo LIBGC_DIRTY=auto LIBGC_DIRTY_TARGET_MS=10 ;;
 	keep) echo LIBGC_DIRTY=64k LIBGC_OSYNC=keep ;;
 	paced) echo LIBGC_DIRTY=64k ;;
+	grouped) echo LIBGC_POLICY=fixed LIBGC_WAIT_US=1000 LIBGC_STAGE=always ;;
 	*) echo "LIBGC_DIRTY=$1" ;;
 	esac
 }
