@@ -337,15 +337,21 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,
-	 * as its fsync would have: the error is this request's (DESIGN rule 8). */
+	 * as its fsync would have: the error is this request's (DESIGN rule 8).
+	 * But WAIT_BEFORE that finds one returns before writing anything back,
+	 * where the fsync would have written the rest and waited for it: the
+	 * real call does that, and the request gets the error once. */
 	if (S_ISREG(st.st_mode) &&
 	    (gc_cfg.c_stage == GC_STAGE_ALWAYS ||
 	     (gc_cfg.c_stage == GC_STAGE_AUTO && __atomic_load_n(&d->j_multi, __ATOMIC_RELAXED)))) {
 		gc_stat_inc(staged);
 		r = gc_sys_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER);
-		if (r < 0)
-			return r;
+		if (r < 0) {
+			int own = direct_noted(d, fd, datasync);
+
+			return r == -EIO || r == -ENOSPC || r == -EDQUOT ? r : own;
+		}
 		now = gc_now_ns();
 	}
 
