@@ -25,6 +25,8 @@ SCENARIOS=(two fork exec later dup signal dsync reuse many)
 # joins a transaction (its own staging wait first) and is its file's owner,
 # whose real call's result the others would share.
 MODES=(auto auto10 64k 4k off paced grouped)
+# the limiter settings the traced writer runs under
+TRACED=(auto 64k 4k paced)
 mode_env() {
 	case $1 in
 	auto) echo LIBGC_DIRTY=auto ;;
@@ -38,7 +40,7 @@ mode_env() {
 label() {
 	if [ "$1" = paced ]; then echo "$(mode_env "$1"), no cachestat"; else mode_env "$1"; fi
 }
-T=$((${#SCENARIOS[@]} * (${#MODES[@]} + 1) + 3))
+T=$((${#SCENARIOS[@]} * (${#MODES[@]} + 1) + ${#TRACED[@]} + 3))
 
 n=0
 skip_all() {
@@ -169,6 +171,42 @@ for scn in "${SCENARIOS[@]}"; do
 			not_ok "$scn under libgc ($(label "$mode")): \"$got\", bare \"$want\""
 		fi
 	done
+done
+
+# A program that writes and never syncs, traced from outside: whatever the
+# limiter does is its own, and it may only start writeback
+# (sync_file_range with WRITE alone). A wait flag, an fsync or an fdatasync
+# would take the file's writeback errors from the program (DESIGN rule 8).
+for mode in "${TRACED[@]}"; do
+	if ! command -v strace >/dev/null; then
+		ok "traced writer ($(label "$mode")) # SKIP needs strace"
+		continue
+	fi
+	f=$M/traced
+	rm -f "$f"
+	"$PROG" prep "$f" $KB >/dev/null
+	senv=(-E "LD_PRELOAD=$LIB")
+	for e in $(mode_env "$mode"); do senv+=(-E "$e"); done
+	cmd=("$PROG" write "$f" $KB)
+	[ "$mode" != paced ] || cmd=("$NOCS" "${cmd[@]}")
+	rm -f "$WORK/st"
+	if ! o=$(timeout 120 strace -f -qq -o "$WORK/st" -e trace=sync_file_range,fsync,fdatasync \
+		"${senv[@]}" "${cmd[@]}" 2>&1); then
+		not_ok "traced writer ($(label "$mode")): did not run" "$o"
+		continue
+	fi
+	started=$(grep -c 'sync_file_range(.*, SYNC_FILE_RANGE_WRITE)' "$WORK/st" || true)
+	bad=$(grep -E 'SYNC_FILE_RANGE_WAIT|fsync\(|fdatasync\(' "$WORK/st" || true)
+	if [ -n "$bad" ]; then
+		not_ok "traced writer ($(label "$mode")): $(wc -l <<<"$bad") calls that wait or sync" \
+			"$(head -n 3 <<<"$bad")"
+	elif [ "$mode" != auto ] && [ "$started" -eq 0 ]; then
+		not_ok "traced writer ($(label "$mode")): the limiter started no writeback" \
+			"$(head -n 3 "$WORK/st")"
+	else
+		ok "traced writer ($(label "$mode")): $started writeback starts, no wait, no sync"
+	fi
+	rm -f "$f"
 done
 
 # The limiter still limits a fork child's writes through a descriptor that
