@@ -23,8 +23,10 @@ SCENARIOS=(two fork exec later dup signal dsync reuse many)
 # paced: cachestat(2) made to fail (ENOSYS, as before Linux 6.5), so the
 # limiter paces its waits at the device's bandwidth. grouped: every sync
 # joins a transaction (its own staging wait first) and is its file's owner,
-# whose real call's result the others would share.
-MODES=(auto auto10 64k 4k off paced grouped)
+# whose real call's result the others would share. intent, intent4k: the
+# intent log on for the disk (its syncs that are not logged make real
+# calls; a signal handler's takes its nested path).
+MODES=(auto auto10 64k 4k off paced grouped intent intent4k)
 # the limiter settings the traced writer runs under
 TRACED=(auto 64k 4k paced)
 mode_env() {
@@ -34,11 +36,18 @@ mode_env() {
 	keep) echo LIBGC_DIRTY=64k LIBGC_OSYNC=keep ;;
 	paced) echo LIBGC_DIRTY=64k ;;
 	grouped) echo LIBGC_POLICY=fixed LIBGC_WAIT_US=1000 LIBGC_STAGE=always ;;
+	intent) echo "LIBGC_INTENT=$M LIBGC_INTENT_LOG=$M/.libgc-intent" ;;
+	intent4k) echo "LIBGC_INTENT=$M LIBGC_INTENT_LOG=$M/.libgc-intent LIBGC_DIRTY=4k" ;;
 	*) echo "LIBGC_DIRTY=$1" ;;
 	esac
 }
 label() {
-	if [ "$1" = paced ]; then echo "$(mode_env "$1"), no cachestat"; else mode_env "$1"; fi
+	case $1 in
+	paced) echo "$(mode_env "$1"), no cachestat" ;;
+	intent) echo "LIBGC_INTENT=the disk" ;;
+	intent4k) echo "LIBGC_INTENT=the disk LIBGC_DIRTY=4k" ;;
+	*) mode_env "$1" ;;
+	esac
 }
 T=$((${#SCENARIOS[@]} * (${#MODES[@]} + 1) + ${#TRACED[@]} + 3))
 
@@ -50,7 +59,8 @@ skip_all() {
 echo "1..$T"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root"
 [ -c /dev/fuse ] || skip_all "needs /dev/fuse"
-for f in "$PROG" "$NOCS" "$LIB" "${SLOWDISKD:-build/tests/slowdisk/slowdiskd}"; do
+GCRUN=$PWD/build/gcrun
+for f in "$PROG" "$NOCS" "$LIB" "$GCRUN" "${SLOWDISKD:-build/tests/slowdisk/slowdiskd}"; do
 	if [ ! -e "$f" ]; then
 		for i in $(seq "$T"); do
 			echo "not ok $i - writeback errors # $f not built (run make)"
@@ -83,6 +93,8 @@ out=$(sd up --name "$NAME" --size-mb 512 --flush-us 1000 --write-mbps 50 2>&1) |
 	exit 1
 }
 M=$(tail -n 1 <<<"$out")
+# the intent log of the intent modes, on the disk itself
+"$GCRUN" --intent-init "$M/.libgc-intent" --size 64m >/dev/null
 
 # run MODE CMD...: bare, or under libgc with MODE's settings.
 run() {
