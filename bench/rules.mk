@@ -1,12 +1,24 @@
 # `make bench`: base vs libgc vs policy=none vs fsync disabled, side by side,
 # on the machine's disk and a slow disk, with a table and a plot.  The micro
 # benchmark is built with everything else (no $(SAN): it runs preloaded).
-BENCH_BINS := $(B)/bench/microbench
+BENCH_BINS := $(B)/bench/microbench $(B)/bench/spawnloop $(B)/bench/empty.so
 
 $(B)/bench/microbench: bench/microbench.c
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $<
+
+# What a preloaded library costs a short process: spawnloop runs a command
+# under two preloads, run by run in alternation; empty.so is the baseline,
+# an object with nothing in it.
+$(B)/bench/spawnloop: bench/spawnloop.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $<
+$(B)/bench/empty.so: bench/empty.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 ALL_BINS += $(BENCH_BINS)
 # bench/ab.sh's input checks and a tiny run (no timing asserted)

@@ -1,0 +1,186 @@
+/* spawnloop: what a preloaded library costs a short process. Runs a command
+ * many times under two preload settings, run by run in alternation (A B,
+ * B A, ...: each two runs an ABBA block), in pairs of N runs a side, and
+ * prints each pair's ratio B / A and their median. A process is started
+ * with posix_spawn and waited for, as a shell loop would, minus the shell. */
+#include <errno.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_PAIRS 1000
+#define MAX_ENV 4096
+
+static const char *prog = "spawnloop";
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [-n RUNS] [-k PAIRS] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
+		"  A, B   the preload of each side: a path, or - for none (LD_PRELOAD unset)\n"
+		"  -n     runs of COMMAND per side and pair (200)\n"
+		"  -k     pairs (9); within a pair the sides alternate run by run (ABBA...)\n"
+		"  -a/-b  an environment setting for side A/B only\n"
+		"Prints one line per pair (seconds for A, for B, B/A), then the median of B/A\n"
+		"and each side's median time per run.\n",
+		prog);
+}
+
+struct side {
+	const char *preload;
+	const char *extra[16];
+	int nextra;
+	char *env[MAX_ENV];
+};
+
+/* The environment of a side: ours without LD_PRELOAD, then its settings. */
+static void make_env(struct side *s)
+{
+	int n = 0, i;
+
+	for (i = 0; environ[i] && n < MAX_ENV - 20; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			s->env[n++] = environ[i];
+	if (strcmp(s->preload, "-")) {
+		char *e = malloc(strlen(s->preload) + 12);
+
+		if (!e)
+			exit(1);
+		sprintf(e, "LD_PRELOAD=%s", s->preload);
+		s->env[n++] = e;
+	}
+	for (i = 0; i < s->nextra; i++)
+		s->env[n++] = (char *)s->extra[i];
+	s->env[n] = NULL;
+}
+
+/* One run of @argv under @s: its wall time in seconds. */
+static double run_once(struct side *s, char **argv)
+{
+	uint64_t t0 = now_ns();
+	pid_t pid;
+	int st, r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, s->env);
+
+	if (r) {
+		fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(r));
+		exit(1);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			perror("waitpid");
+			exit(1);
+		}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "%s: %s failed (status %d)\n", prog, argv[0], st);
+		exit(1);
+	}
+	return (double)(now_ns() - t0) / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+	static double ta[MAX_PAIRS], tb[MAX_PAIRS], ratio[MAX_PAIRS];
+	struct side sa = { 0 }, sb = { 0 };
+	long runs = 200;
+	int pairs = 9, c, k;
+	char *end;
+
+	while ((c = getopt(argc, argv, "+n:k:a:b:h")) != -1) {
+		switch (c) {
+		case 'n':
+			runs = strtol(optarg, &end, 10);
+			if (*end || runs < 1 || runs > 1000000) {
+				fprintf(stderr, "%s: -n wants 1-1000000, not '%s'\n", prog, optarg);
+				return 2;
+			}
+			break;
+		case 'k':
+			pairs = (int)strtol(optarg, &end, 10);
+			if (*end || pairs < 1 || pairs > MAX_PAIRS) {
+				fprintf(stderr, "%s: -k wants 1-%d, not '%s'\n", prog, MAX_PAIRS, optarg);
+				return 2;
+			}
+			break;
+		case 'a':
+		case 'b': {
+			struct side *s = c == 'a' ? &sa : &sb;
+
+			if (!strchr(optarg, '=') || s->nextra == 16) {
+				fprintf(stderr, "%s: -%c wants VAR=VALUE (at most 16)\n", prog, c);
+				return 2;
+			}
+			s->extra[s->nextra++] = optarg;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind < 4 || strcmp(argv[optind + 2], "--")) {
+		usage(stderr);
+		return 2;
+	}
+	sa.preload = argv[optind];
+	sb.preload = argv[optind + 1];
+	make_env(&sa);
+	make_env(&sb);
+	argv += optind + 3;
+	/* one untimed run each: page cache, dynamic loader caches */
+	run_once(&sa, argv);
+	run_once(&sb, argv);
+	for (k = 0; k < pairs; k++) {
+		long i;
+
+		/* run by run, so that a drift of the machine's speed meets
+		 * both sides alike; the pair's first side alternates */
+		ta[k] = tb[k] = 0;
+		for (i = 0; i < runs; i++) {
+			if ((k + i) % 2) {
+				tb[k] += run_once(&sb, argv);
+				ta[k] += run_once(&sa, argv);
+			} else {
+				ta[k] += run_once(&sa, argv);
+				tb[k] += run_once(&sb, argv);
+			}
+		}
+		ratio[k] = tb[k] / ta[k];
+		printf("pair %d: A %.4f s  B %.4f s  B/A %.3f\n", k + 1, ta[k], tb[k], ratio[k]);
+		fflush(stdout);
+	}
+	printf("median B/A %.3f over %d pairs of %ld runs; per run: A %.1f us, B %.1f us\n",
+	       median(ratio, pairs), pairs, runs, median(ta, pairs) / (double)runs * 1e6,
+	       median(tb, pairs) / (double)runs * 1e6);
+	return 0;
+}
