@@ -29,10 +29,6 @@ LIBCFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec
 lazy = $(eval $(1) := $$(shell $(2)))$($(1))
 CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
-# libunwind names the call sites of sync requests (core/sites.c); without
-# its headers the library builds with call sites off.
-UNW_LIBS    = $(call lazy,UNW_LIBS,pkg-config --exists libunwind 2>/dev/null && \
-		(pkg-config --libs libunwind 2>/dev/null || echo -lunwind))
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
 CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
@@ -71,7 +67,7 @@ $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 $(LIB): $(LIB_OBJS) $(B)/libgc.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--version-script=$(B)/libgc.map \
-		-Wl,-soname,$(SONAME) -o $@ $(LIB_OBJS) $(UNW_LIBS) -ldl -lpthread
+		-Wl,-soname,$(SONAME) -o $@ $(LIB_OBJS) -ldl -lpthread
 
 # Unit tests: Criterion suites linked against the objects, never preloaded.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -92,7 +88,7 @@ $(B)/tests/stress/stress_%: tests/stress/stress_%.c $(LIB_OBJS)
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJS) \
-		$(UNW_LIBS) -ldl -lpthread
+		-ldl -lpthread
 ALL_BINS   += $(STRESS_BINS)
 TEST_SUITES += $(STRESS_BINS)
 

@@ -8,8 +8,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "core/clock.h"
+
+#define GC_ENV_MAX 64
+static const char *gc_envs[GC_ENV_MAX];
+static int gc_nenv;
+
+void gc_env_save(char *const *envp)
+{
+	int n = 0;
+
+	if (!envp || getauxval(AT_SECURE))
+		return;
+	for (; *envp && n < GC_ENV_MAX; envp++)
+		if (!strncmp(*envp, "LIBGC_", 6))
+			gc_envs[n++] = *envp;
+	__atomic_store_n(&gc_nenv, n, __ATOMIC_RELEASE);
+}
+
+const char *gc_env(const char *name)
+{
+	int i, n = __atomic_load_n(&gc_nenv, __ATOMIC_ACQUIRE);
+	size_t len = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(gc_envs[i], name, len) && gc_envs[i][len] == '=')
+			return gc_envs[i] + len + 1;
+	return NULL;
+}
 
 void gc_config_defaults(struct gc_config *c)
 {
@@ -18,7 +46,7 @@ void gc_config_defaults(struct gc_config *c)
 	c->c_stage = GC_STAGE_AUTO;
 	c->c_log = GC_LOG_WARN;
 	c->c_stats = true;
-	c->c_sites = true;
+	c->c_sites = GC_SITES_AUTO;
 	gc_policy_cfg_defaults(&c->c_policy);
 	gc_dirty_cfg_defaults(&c->c_dirty);
 }
@@ -194,6 +222,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	static const char *const share[] = { "user", "process" };
 	static const char *const device[] = { "off", "auto" };
 	static const char *const logs[] = { "error", "warn", "info", "debug", "trace" };
+	static const char *const sites[] = { "auto", "0", "1" };
 	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
 	struct gc_policy_cfg *pc = &c->c_policy;
 	uint64_t us;
@@ -280,8 +309,8 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		else
 			strcpy(c->c_stats_dir, v);
 	}
-	if ((i = parse_word(&p, "LIBGC_SITES", bools, 2, "0 or 1")) >= 0)
-		c->c_sites = i == 1;
+	if ((i = parse_word(&p, "LIBGC_SITES", sites, 3, "auto, 0 or 1")) >= 0)
+		c->c_sites = (enum gc_sites_mode)i;
 	v = get("LIBGC_SCOPE", ctx);
 	if (v)
 		parse_scope(&p, c, v);

@@ -1,5 +1,6 @@
-/* LIBGC_* configuration: parsed once at start-up, validated, immutable after.
- * The parser is pure (takes a lookup function) so unit tests feed it tables. */
+/* LIBGC_* configuration: the variables the process started with, saved at
+ * start-up and parsed once at first use, validated, immutable after. The
+ * parser is pure (takes a lookup function) so unit tests feed it tables. */
 #ifndef GC_CONFIG_H
 #define GC_CONFIG_H
 #include <stdbool.h>
@@ -11,6 +12,9 @@ enum gc_osync_mode { GC_OSYNC_CONVERT, GC_OSYNC_KEEP };
 enum gc_stage_mode { GC_STAGE_AUTO, GC_STAGE_ALWAYS, GC_STAGE_NEVER };
 enum gc_share_mode { GC_SHARE_USER, GC_SHARE_PROCESS };
 enum gc_log_level { GC_LOG_ERROR, GC_LOG_WARN, GC_LOG_INFO, GC_LOG_DEBUG, GC_LOG_TRACE };
+/* LIBGC_SITES: auto (when something asks: the exit report's summary or
+ * JSON, LIBGC_SCOPE, gcstat --sites), 0 never, 1 from the first request. */
+enum gc_sites_mode { GC_SITES_AUTO, GC_SITES_OFF, GC_SITES_ON };
 /* The exit report's form: a short summary, the key=value line, JSON. */
 enum gc_report_fmt { GC_REPORT_HUMAN, GC_REPORT_KV, GC_REPORT_JSON };
 
@@ -36,7 +40,7 @@ struct gc_config {
 	bool c_report_all;		/* LIBGC_REPORT=all: processes with no sync call too */
 	bool c_stats;			/* LIBGC_STATS: the per-process stats segment */
 	char c_stats_dir[200];		/* LIBGC_STATS_DIR: "" is /dev/shm */
-	bool c_sites;			/* LIBGC_SITES: call sites of sync requests */
+	enum gc_sites_mode c_sites;	/* LIBGC_SITES: call sites of sync requests */
 	int c_scope_n;			/* LIBGC_SCOPE: items; 0 and !c_scope_bad: none */
 	bool c_scope_bad;		/* LIBGC_SCOPE did not parse: group nothing */
 	struct gc_scope_item c_scope[GC_SCOPE_ITEMS];
@@ -48,6 +52,15 @@ struct gc_config {
 typedef const char *(*gc_getenv_fn)(const char *name, void *ctx);
 /* Receives one complete line (no newline) describing a rejected value. */
 typedef void (*gc_warn_fn)(const char *line, void *ctx);
+
+/* Keeps the LIBGC_* entries of @envp, the environment the process started
+ * with (no system call, no allocation): a program that changes or clears
+ * its environment later changes nothing here. In a program run with more
+ * privilege than its caller (AT_SECURE: setuid, setgid, capabilities) none
+ * is kept: the defaults serve. */
+void gc_env_save(char *const *envp);
+/* A saved variable's value, or NULL. */
+const char *gc_env(const char *name);
 
 void gc_config_defaults(struct gc_config *c);
 /* Fills @c from the lookup; every bad value produces one warning naming the

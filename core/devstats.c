@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/config.h"
+#include "core/sys.h"
 
 #define DS_PATH_MAX 512
 #define DS_DEPTH 8		/* partition, loop, dm... a real stack is 3-4 deep */
@@ -26,7 +28,6 @@
 #define DS_HINTS 8
 #define DS_SEQ_TRIES 64
 #define DS_LOCK_WAIT_NS (20 * GC_NSEC_PER_MSEC)
-#define DS_HIGH_FD 256		/* keep our one long-lived descriptor out of the way */
 #define DS_MAX_LAT_NS (60 * GC_NSEC_PER_SEC)
 
 /* ---- small pieces ------------------------------------------------------ */
@@ -165,24 +166,43 @@ static struct {
 	unsigned int b_hint_next;
 	struct gc_blk_stats b_buf;	/* the copy, under b_lock */
 	char b_path[DS_PATH_MAX];
-} g_blk = { .b_fd = -1 };
+} g_blk;			/* b_fd is set to -1 with b_inited */
 
+/* The paths below are "" until set: the defaults apply (nothing of this
+ * state is initialised data, so none of it is in memory until used). */
 static struct {
 	int m_lock;
 	unsigned int m_next;
+	bool m_set;			/* m_sys, m_mountinfo set (gc_devstats_init) */
 	struct ds_map m_map[DS_DISK_CACHE];
 	struct ds_alias m_alias[DS_ALIASES];
 	unsigned int m_alias_next;
 	char m_sys[DS_PATH_MAX];
 	char m_mountinfo[DS_PATH_MAX];
-} g_map = { .m_sys = "/sys", .m_mountinfo = "/proc/self/mountinfo" };
+} g_map;
 
 static struct {
 	int s_lock;
+	bool s_set;
 	struct ds_sample s_disk[DS_SAMPLES];
 	char s_buf[4096];		/* /proc/diskstats, a piece at a time */
 	char s_path[DS_PATH_MAX];
-} g_ds = { .s_path = "/proc/diskstats" };
+} g_ds;
+
+static const char *sys_root(void)
+{
+	return g_map.m_set ? g_map.m_sys : "/sys";
+}
+
+static const char *mountinfo_path(void)
+{
+	return g_map.m_set ? g_map.m_mountinfo : "/proc/self/mountinfo";
+}
+
+static const char *diskstats_path(void)
+{
+	return g_ds.s_set ? g_ds.s_path : "/proc/diskstats";
+}
 
 /* ---- 1. st_dev to whole disk -------------------------------------------- */
 
@@ -291,9 +311,9 @@ static uint64_t map_disk(uint64_t dev, int depth)
 	uint64_t up;
 	int n;
 
-	if (!major(dev) || depth >= DS_DEPTH || !g_map.m_sys[0])
+	if (!major(dev) || depth >= DS_DEPTH || !sys_root()[0])
 		return 0;
-	n = snprintf(base, sizeof(base), "%s/dev/block/%u:%u", g_map.m_sys, major(dev),
+	n = snprintf(base, sizeof(base), "%s/dev/block/%u:%u", sys_root(), major(dev),
 		     minor(dev));
 	if (n < 0 || (size_t)n >= sizeof(base))
 		return 0;
@@ -369,7 +389,7 @@ static uint64_t mount_device(uint64_t mnt_id)
 	size_t have = 0;
 	uint64_t found = 0;
 	bool skip = false;
-	int fd = sys_open(g_map.m_mountinfo, O_RDONLY);
+	int fd = sys_open(mountinfo_path(), O_RDONLY);
 
 	if (fd < 0)
 		return 0;
@@ -485,11 +505,13 @@ static bool blk_file_ok(const struct stat *st)
 static void blk_close(void)
 {
 	struct stat st;
+	int fd = g_blk.b_fd;
 
-	if (g_blk.b_fd >= 0 && fstat(g_blk.b_fd, &st) == 0 && st.st_dev == g_blk.b_dev &&
-	    st.st_ino == g_blk.b_ino)
-		sys_close(g_blk.b_fd);
+	if (fd >= 0)
+		gc_own_drop(&g_blk.b_fd);
 	g_blk.b_fd = -1;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_blk.b_dev && st.st_ino == g_blk.b_ino)
+		sys_close(fd);
 	memset(g_blk.b_hint, 0, sizeof(g_blk.b_hint));
 }
 
@@ -499,10 +521,11 @@ static void blk_recheck(void)
 {
 	uint64_t now = gc_now_ns();
 	struct stat st, fst;
-	int fd, hi;
+	int fd;
 
 	if (!g_blk.b_inited) {
-		set_path(g_blk.b_path, secure_getenv(GC_DEVSTATS_ENV), GC_BLK_PATH);
+		g_blk.b_fd = -1;
+		set_path(g_blk.b_path, gc_env(GC_DEVSTATS_ENV), GC_BLK_PATH);
 		g_blk.b_inited = true;
 	}
 	if (g_blk.b_checked_ns && now - g_blk.b_checked_ns < GC_DEVSTATS_RECHECK_NS)
@@ -524,12 +547,11 @@ static void blk_recheck(void)
 		return;
 	/* moved up first, so that nothing of ours touches the low number
 	 * another thread may get next (ThreadSanitizer sees neither the raw
-	 * open nor the raw close, only the fstat) */
-	hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, DS_HIGH_FD);
-	if (hi >= 0) {
-		sys_close(fd);
-		fd = hi;
-	}
+	 * open nor the raw close, only the fstat); where it cannot be moved
+	 * out of the program's range it is not kept */
+	fd = gc_sys_fd_up(fd);
+	if (fd < 0)
+		return;
 	if (fstat(fd, &fst) != 0 || !blk_file_ok(&fst)) {
 		sys_close(fd);
 		return;
@@ -537,6 +559,7 @@ static void blk_recheck(void)
 	g_blk.b_fd = fd;
 	g_blk.b_dev = fst.st_dev;
 	g_blk.b_ino = fst.st_ino;
+	gc_own_keep(&g_blk.b_fd);
 }
 
 static uint64_t fresh_limit(uint32_t interval_ms)
@@ -787,7 +810,7 @@ static bool diskstats_locked(uint64_t disk, uint64_t *v)
 	bool found = false;
 	int fd;
 
-	if (!g_ds.s_path[0] || (fd = sys_open(g_ds.s_path, O_RDONLY)) < 0)
+	if (!diskstats_path()[0] || (fd = sys_open(diskstats_path(), O_RDONLY)) < 0)
 		return false;
 	for (;;) {
 		ssize_t n = sys_read(fd, buf + have, sizeof(g_ds.s_buf) - have);
@@ -966,10 +989,12 @@ void gc_devstats_init(const struct gc_devstats_paths *p)
 	if (!p)
 		p = &none;
 	spin_lock(&g_blk.b_lock);
+	if (!g_blk.b_inited)
+		g_blk.b_fd = -1;
 	blk_close();
 	g_blk.b_checked_ns = 0;
 	g_blk.b_hint_next = 0;
-	set_path(g_blk.b_path, p->dp_blk_stats ? p->dp_blk_stats : secure_getenv(GC_DEVSTATS_ENV),
+	set_path(g_blk.b_path, p->dp_blk_stats ? p->dp_blk_stats : gc_env(GC_DEVSTATS_ENV),
 		 GC_BLK_PATH);
 	g_blk.b_inited = true;
 	spin_unlock(&g_blk.b_lock);
@@ -980,11 +1005,13 @@ void gc_devstats_init(const struct gc_devstats_paths *p)
 	g_map.m_next = 0;
 	set_path(g_map.m_sys, p->dp_sys, "/sys");
 	set_path(g_map.m_mountinfo, p->dp_mountinfo, "/proc/self/mountinfo");
+	g_map.m_set = true;
 	spin_unlock(&g_map.m_lock);
 
 	spin_lock(&g_ds.s_lock);
 	memset(g_ds.s_disk, 0, sizeof(g_ds.s_disk));
 	set_path(g_ds.s_path, p->dp_diskstats, "/proc/diskstats");
+	g_ds.s_set = true;
 	spin_unlock(&g_ds.s_lock);
 }
 

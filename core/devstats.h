@@ -10,7 +10,8 @@
 #include "core/blkstats.h"
 
 /* LIBGC_BLK_STATS: path of gcd's statistics file; default GC_BLK_PATH
- * (/run/libgc/blk.stats). Read once, on first use (secure_getenv). */
+ * (/run/libgc/blk.stats). Read once, on first use, from the environment
+ * the process started with (gc_env). */
 #define GC_DEVSTATS_ENV "LIBGC_BLK_STATS"
 
 /* A published heartbeat is fresh within max(3 intervals, 500 ms) of now,

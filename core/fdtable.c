@@ -238,7 +238,8 @@ static bool fork_took;
 
 void gc_fd_fork_prepare(void)
 {
-	fork_took = gc_fd_swap_lock();
+	/* nothing was ever converted: no swap to wait for */
+	fork_took = gc_fd_ever() && gc_fd_swap_lock();
 }
 
 void gc_fd_fork_parent(void)
@@ -272,6 +273,11 @@ int gc_fd_dev_note(uint64_t dev)
 			return 0;
 	}
 	return -ENOSPC;
+}
+
+bool gc_fd_ever(void)
+{
+	return __atomic_load_n(&devs_seen[0], __ATOMIC_SEQ_CST) != 0;
 }
 
 int gc_fd_devs(uint64_t *devs, int max)

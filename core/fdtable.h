@@ -73,5 +73,8 @@ void gc_fd_fork_child(void);
 int gc_fd_dev_note(uint64_t dev);
 /* Copies up to @max noted devices into @devs; returns how many. */
 int gc_fd_devs(uint64_t *devs, int max);
+/* A conversion was begun in this process (a device noted): until then the
+ * table is empty and exec, spawn and fork have nothing to do with it. */
+bool gc_fd_ever(void);
 
 #endif

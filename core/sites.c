@@ -1,10 +1,13 @@
-/* Capture of call sites with libunwind, on the sync path only: the chain of
- * return addresses outside this library (unw_backtrace's cached fast trace),
- * each distinct chain once in the site table, named at its second request
- * or for the exit report (a process that syncs once maps no file for it),
- * each return address named once (dladdr's object and dynamic symbol, else
- * the file's symbol table, mapped) in a fixed private cache, and
- * LIBGC_SCOPE's verdict from those names.
+/* Capture of call sites with libunwind, on the sync path only, and only
+ * when call sites are asked for: the chain of return addresses outside
+ * this library (unw_backtrace's cached fast trace), each distinct chain
+ * once in the site table, named at its second request or for the exit
+ * report (a process that syncs once maps no file for it), each return
+ * address named once (dladdr's object and dynamic symbol, else the file's
+ * symbol table, mapped) in a fixed private cache, and LIBGC_SCOPE's
+ * verdict from those names. libunwind is loaded with dlopen (RTLD_LOCAL)
+ * by the first request that needs a chain: a process that never asks maps
+ * neither it nor liblzma.
  * No malloc and no lock of ours: tables are claimed with compare-and-swap;
  * libunwind caches per thread (no lock, no blocked signals) and its trace
  * allocates nothing (its procedure naming does, so it is not used). Runs
@@ -14,8 +17,11 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,25 +29,32 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Without libunwind's headers the library builds with call sites off. The
- * ThreadSanitizer build (make tsan) leaves libunwind out too: its per-thread
- * cache's destructor takes a mutex after TSan has torn down the exiting
- * thread, which crashes every thread exit there. */
+/* Without libunwind's headers the library builds with chains of one frame
+ * (the caller of the interposed function). The ThreadSanitizer build
+ * (make tsan) leaves libunwind out too: its per-thread cache's destructor
+ * takes a mutex after TSan has torn down the exiting thread, which crashes
+ * every thread exit there. */
 #if defined(__has_include) && !defined(__SANITIZE_THREAD__)
 #if __has_include(<libunwind.h>)
 #include <libunwind.h>
 #define GC_HAVE_UNWIND 1
 #endif
 #endif
+#ifndef GC_UNWIND_SO
+#define GC_UNWIND_SO "libunwind.so.8"
+#endif
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/procstats.h"
 
-static int sites_on;		/* LIBGC_SITES */
+int gc_sites_on;		/* call sites are recorded */
 static int scope_n;		/* LIBGC_SCOPE items */
 static bool scope_bad;		/* LIBGC_SCOPE did not parse: nothing grouped */
 static const struct gc_scope_item *scope;
 static uintptr_t self_lo, self_hi; /* this library's code: frames skipped */
+__thread int gc_unwinding __attribute__((tls_model("initial-exec")));
 
 /* Return addresses named: private (the names are this image's). */
 #define IPC_SIZE 512
@@ -77,31 +90,138 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-void gc_sites_configure(bool on, const void *cfgp)
+/* LIBGC_SITES=auto: on where something shows them, the exit report's
+ * summary or JSON (the key=value line has none), or a scope needs them. */
+static bool sites_asked(const struct gc_config *c)
+{
+	if (c->c_sites != GC_SITES_AUTO)
+		return c->c_sites == GC_SITES_ON;
+	return c->c_report[0] && c->c_report_fmt != GC_REPORT_KV;
+}
+
+void gc_sites_configure(const void *cfgp)
 {
 	const struct gc_config *c = cfgp;
 
 	scope = c->c_scope;
 	scope_n = c->c_scope_n;
 	scope_bad = c->c_scope_bad;
-#ifdef GC_HAVE_UNWIND
-	sites_on = on;
-	if (!sites_on && !scope_n)
+	if (c->c_disable)
 		return;
-	/* per-thread caches take no lock and block no signals */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&gc_sites_configure);
-	__atomic_store_n(&gc_sites_timing, 1, __ATOMIC_RELEASE);
-#else
-	/* without libunwind no chain is known: a scope groups nothing */
-	sites_on = 0;
-	if (scope_n) {
-		scope_bad = true;
-		gc_log(GC_LOG_WARN, "LIBGC_SCOPE needs call sites, and this build has no libunwind: grouping nothing (every request a direct call)");
-	}
-	scope_n = 0;
-#endif
+	if (sites_asked(c) || scope_n)
+		__atomic_store_n(&gc_sites_timing, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&gc_sites_on, sites_asked(c), __ATOMIC_RELEASE);
 }
+
+void gc_sites_start(void)
+{
+	if (__atomic_load_n(&gc_sites_on, __ATOMIC_ACQUIRE))
+		return;
+	/* the table gcstat reads first: rows counted before it stay private */
+	gc_ps_add_sites();
+	__atomic_store_n(&gc_sites_timing, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&gc_sites_on, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- libunwind, loaded on demand ----------------------------------------- */
+
+#ifdef GC_HAVE_UNWIND
+#define GC_STR2(x) #x
+#define GC_STR(x) GC_STR2(x)
+enum { UNW_NONE, UNW_LOADING, UNW_READY, UNW_ABSENT };
+static int unw_state;
+static int (*unw_trace)(void **, int);
+/* a load put off (signals blocked) is tried again at most this often */
+#define UNW_RETRY_NS (100 * GC_NSEC_PER_MSEC)
+static __thread uint64_t unw_tried_ns __attribute__((tls_model("initial-exec")));
+/* this thread has traced once: libunwind's thread-local memory (dynamic
+ * TLS of a library loaded late, allocated at its first use in each
+ * thread) is there */
+static __thread int unw_thread_ready __attribute__((tls_model("initial-exec")));
+
+/* dlopen is no call for a signal handler: the code it interrupted may
+ * hold the loader's or malloc's lock. Nor is a thread's first trace, which
+ * allocates libunwind's thread-local memory. A handler runs with its
+ * signal blocked (unless SA_NODEFER), so each waits for a request made
+ * with no signal blocked; a thread that blocks some for good gets
+ * one-frame chains. */
+static bool no_signal_blocked(void)
+{
+	sigset_t cur;
+	int i;
+
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, _NSIG / 8) != 0)
+		return false;
+	for (i = 1; i < _NSIG; i++)
+		if (sigismember(&cur, i) == 1)
+			return false;
+	return true;
+}
+
+static void unw_load(void)
+{
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t);
+	unw_addr_space_t *as;
+	void *h;
+
+	h = dlopen(GC_UNWIND_SO, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		gc_log(GC_LOG_WARN, "call sites: cannot load %s (%s): chains of one frame",
+		       GC_UNWIND_SO, dlerror());
+		__atomic_store_n(&unw_state, UNW_ABSENT, __ATOMIC_RELEASE);
+		return;
+	}
+	policy = (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(
+		h, GC_STR(unw_set_caching_policy));
+	as = (unw_addr_space_t *)dlsym(h, GC_STR(unw_local_addr_space));
+	unw_trace = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	if (!policy || !as || !unw_trace) {
+		__atomic_store_n(&unw_state, UNW_ABSENT, __ATOMIC_RELEASE);
+		return;
+	}
+	/* per-thread caches take no lock and block no signals; its first
+	 * call sets libunwind up, pipe included (refused: see gc_unwinding) */
+	gc_unwinding = 1;
+	policy(*as, UNW_CACHE_PER_THREAD);
+	gc_unwinding = 0;
+	__atomic_store_n(&unw_state, UNW_READY, __ATOMIC_RELEASE);
+}
+
+/* libunwind's trace on this thread; false until it is loaded and safe
+ * to use here. */
+static bool unwinder(void)
+{
+	int st;
+	uint64_t now;
+
+	if (__builtin_expect(unw_thread_ready, 1))
+		return true;
+	if (__atomic_load_n(&unw_state, __ATOMIC_ACQUIRE) == UNW_ABSENT)
+		return false;
+	now = gc_now_ns();
+	if (unw_tried_ns && now - unw_tried_ns < UNW_RETRY_NS)
+		return false;
+	if (!no_signal_blocked()) {
+		unw_tried_ns = now; /* put off */
+		return false;
+	}
+	st = UNW_NONE;
+	if (__atomic_compare_exchange_n(&unw_state, &st, UNW_LOADING, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_ACQUIRE))
+		unw_load();
+	/* another thread is loading it (a millisecond or two): the chains of
+	 * one site are all alike when this one waits for it */
+	while (__atomic_load_n(&unw_state, __ATOMIC_ACQUIRE) == UNW_LOADING &&
+	       gc_now_ns() - now < UNW_RETRY_NS)
+		sched_yield();
+	if (__atomic_load_n(&unw_state, __ATOMIC_ACQUIRE) != UNW_READY)
+		return false;
+	unw_thread_ready = 1;
+	return true;
+}
+#endif
 
 static void copy_name(char *dst, size_t len, const char *src)
 {
@@ -290,22 +410,33 @@ static const struct ipc_ent *ip_get(uint64_t ip, struct ipc_ent *tmp, bool full)
 }
 
 /* The return addresses outside this library, innermost first: up to @max
- * (at most GC_SITE_FRAMES), after at most 8 frames of our own. The walk
- * stops there: a deep stack costs no more than a shallow one. */
-static int capture(uint64_t *pcs, int max)
+ * (at most GC_SITE_FRAMES), after at most 8 frames of our own; before
+ * libunwind is loaded, @ra alone. The walk stops there: a deep stack costs
+ * no more than a shallow one. */
+static int capture(uint64_t *pcs, int max, uintptr_t ra)
 {
 #ifdef GC_HAVE_UNWIND
 	void *buf[GC_SITE_FRAMES + 8];
-	int n = unw_backtrace(buf, max + 8), i = 0, k = 0;
+	int n, i = 0, k = 0, e;
 
-	while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
-		i++;
-	for (; i < n && k < max; i++)
-		pcs[k++] = (uint64_t)(uintptr_t)buf[i];
-	return k;
-#else
-	return 0;
+	if (unwinder()) {
+		e = errno;
+		gc_unwinding = 1;
+		n = unw_trace(buf, max + 8);
+		gc_unwinding = 0;
+		errno = e;
+		while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi)
+			i++;
+		for (; i < n && k < max; i++)
+			pcs[k++] = (uint64_t)(uintptr_t)buf[i];
+		if (k)
+			return k;
+	}
 #endif
+	if (!ra || !max)
+		return 0;
+	pcs[0] = (uint64_t)ra;
+	return 1;
 }
 
 static uint64_t chain_key(const uint64_t *pcs, int n)
@@ -417,7 +548,7 @@ static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
 	return GC_SITE_OTHER;
 }
 
-int gc_site_begin(bool *grouped)
+int gc_site_begin(bool *grouped, uintptr_t ra)
 {
 	uint64_t pcs[GC_SITE_FRAMES];
 	struct ipc_ent tmp;
@@ -425,18 +556,22 @@ int gc_site_begin(bool *grouped)
 
 	memset(&gc_req_note, 0, sizeof(gc_req_note));
 	*grouped = !scope_bad;
-	if (!sites_on && !scope_n)
-		return -1;
-	/* the thread's first count makes the stats segment: the table used
-	 * from here on is the segment's */
-	(void)gc_stats_shard_mine();
-	n = capture(pcs, scope_n ? GC_SITE_FRAMES : GC_SITE_DEPTH + 4);
+	if (__builtin_expect(!__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED), 1)) {
+		/* gcstat -p PID --sites asked, through the stats segment */
+		if (__builtin_expect(gc_ps_sites_wanted(), 0))
+			gc_sites_start();
+		else if (!scope_n)
+			return -1;
+	}
+	if (!self_hi)
+		dl_iterate_phdr(find_self, (void *)(uintptr_t)&gc_site_begin);
+	n = capture(pcs, scope_n ? GC_SITE_FRAMES : GC_SITE_DEPTH + 4, ra);
 	if (scope_n) {
 		*grouped = false;
 		for (i = 0; i < n && !*grouped; i++)
 			*grouped = ip_get(pcs[i], &tmp, true)->ic_scope != 0;
 	}
-	if (!sites_on)
+	if (!__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED))
 		return -1;
 	/* wrappers of other preload libraries before this one */
 	for (skip = 0; skip < n && skip < 4 && ip_get(pcs[skip], &tmp, scope_n != 0)->ic_entry; skip++)
@@ -454,9 +589,8 @@ void gc_site_end(int row, uint64_t ns, bool scoped_out)
 
 	if (row < 0 || row >= GC_SITE_ROWS)
 		return;
-	slot = gc_stat_slot ? gc_stat_slot : gc_stat_slot_assign();
-	c = &__atomic_load_n(&gc_sites_base, __ATOMIC_RELAXED)
-		     ->sa_ctr[(slot - 1) % GC_STAT_SHARDS][row];
+	slot = gc_stat_slot_index();
+	c = &__atomic_load_n(&gc_sites_base, __ATOMIC_RELAXED)->sa_ctr[slot % GC_SITE_SHARDS][row];
 	if (commit > ns) /* a peer's clock or a scribbled close time */
 		commit = ns;
 	__atomic_fetch_add(&c->sc_requests, 1, __ATOMIC_RELAXED);

@@ -16,6 +16,7 @@
 #define GC_SITE_DEPTH 8			/* return addresses that make a site */
 #define GC_SITE_FRAMES 32		/* frames a scope looks through */
 #define GC_SITE_HIST 64			/* wait histogram: 2 buckets per power of two */
+#define GC_SITE_SHARDS 8		/* counter copies, by thread slot */
 
 struct gc_site_desc {
 	uint64_t sd_key;		/* hash of the chain; 0: free */
@@ -50,8 +51,8 @@ struct gc_site_ctr {
 
 struct gc_site_area {
 	struct gc_site_desc sa_desc[GC_SITES];
-	/* per thread shard, as the counters of core/stats.h */
-	struct gc_site_ctr sa_ctr[GC_STAT_SHARDS][GC_SITE_ROWS];
+	/* copies by thread slot (core/stats.h), atomic adds */
+	struct gc_site_ctr sa_ctr[GC_SITE_SHARDS][GC_SITE_ROWS];
 };
 
 /* The table in use: the stats segment's once it exists, else private. */
@@ -68,6 +69,13 @@ struct gc_req_note {
 extern __thread struct gc_req_note gc_req_note __attribute__((tls_model("initial-exec")));
 /* Sites or a scope are on: the journal times its direct calls. */
 extern int gc_sites_timing;
+/* A request needs gc_site_begin: sites or a scope are on, or gcstat asked
+ * for sites (core/procstats.h). */
+bool gc_ps_sites_wanted(void);
+static inline bool gc_sites_needed(void)
+{
+	return __atomic_load_n(&gc_sites_timing, __ATOMIC_RELAXED) || gc_ps_sites_wanted();
+}
 
 static inline unsigned int gc_site_hist_bucket(uint64_t ns)
 {
@@ -85,13 +93,27 @@ int gc_sites_rank(const struct gc_site_ctr *ctr, int *order);
 
 /* ---- Capture (core/sites.c, the library only: libunwind) ----------------- */
 
-/* Start-up: @on from LIBGC_SITES, the scope from the configuration. */
-void gc_sites_configure(bool on, const void *cfg); /* a struct gc_config */
+/* First use: LIBGC_SITES and the scope from the configuration (a struct
+ * gc_config). No system call: libunwind is loaded when the first request
+ * that needs a chain comes. */
+void gc_sites_configure(const void *cfg);
+/* Call sites are recorded (asked for, or turned on by gcstat). */
+extern int gc_sites_on;
+/* Turns recording on (gcstat asked, through the stats segment). */
+void gc_sites_start(void);
+/* Set while this thread runs libunwind's code: the pipe it would make to
+ * check addresses is refused (shim/io.c), so that it keeps no descriptor
+ * in the program's range; it then takes an unreadable address as invalid,
+ * and a chain through frames without unwind information ends there. */
+extern __thread int gc_unwinding __attribute__((tls_model("initial-exec")));
 /* Before a request: returns its row (-1: sites off) and, with a scope,
  * whether its chain passes through it (*grouped; always true without a
- * scope). Called with the depth guard held, never from the library's own
- * signal handlers. */
-int gc_site_begin(bool *grouped);
+ * scope). @ra is the return address into the program of the call that
+ * made the request: the whole chain until libunwind is loaded (never from
+ * a signal handler, so it waits for a call with no signal blocked).
+ * Called with the depth guard held, never from the library's own signal
+ * handlers. */
+int gc_site_begin(bool *grouped, uintptr_t ra);
 /* After it: @ns in the library, how it was served (gc_req_note), and
  * whether the scope sent it to a direct call. */
 void gc_site_end(int row, uint64_t ns, bool scoped_out);

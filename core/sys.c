@@ -1,17 +1,21 @@
-/* Real system calls, the depth guard, and the identity cache (see sys.h). */
+/* Real system calls, the depth guard, the identity page, one-time steps
+ * and the descriptor floor (see sys.h). */
 #include "core/sys.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
 struct gc_sys gc_sys;
 __thread int gc_depth __attribute__((tls_model("initial-exec")));
-static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
-/* The tid was cached by this process: a child made without atfork keeps
- * its parent's thread-local values, so the tid alone cannot be trusted. */
-static __thread pid_t gc_tid_pid __attribute__((tls_model("initial-exec")));
-static pid_t gc_pid;
 
 int gc_sys_sync(int fd, bool datasync)
 {
@@ -34,33 +38,330 @@ int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
 	return r < 0 ? -errno : 0;
 }
 
+/* ---- one-time steps ----------------------------------------------------- */
+
+/* The address of a thread-local byte names the thread without a system
+ * call (unique among the live threads of a process). */
+static __thread char once_mark __attribute__((tls_model("initial-exec")));
+
+/* A step takes microseconds; a runner still at it after this many yields
+ * is stopped or gone (copied in mid-step by a fork that ran no handler). */
+#define ONCE_PATIENCE 4096
+
+bool gc_once_slow(struct gc_once *o, void (*fn)(void))
+{
+	void *me = &once_mark;
+	int st = 0, spins = 0;
+
+	for (;;) {
+		if (__atomic_compare_exchange_n(&o->o_state, &st, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE))
+			break;
+		if (st == 2)
+			return true;
+		if (__atomic_load_n(&o->o_runner, __ATOMIC_RELAXED) == me)
+			return false; /* re-entered on the runner's own thread */
+		if (++spins >= ONCE_PATIENCE)
+			break; /* run it here: the same step, the same result */
+		sched_yield();
+		st = 0;
+	}
+	__atomic_store_n(&o->o_runner, me, __ATOMIC_RELAXED);
+	fn();
+	__atomic_store_n(&o->o_state, 2, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* ---- who we are --------------------------------------------------------- */
+
+/* The identity page: MAP_PRIVATE | MAP_ANONYMOUS, MADV_WIPEONFORK. */
+struct self_page {
+	uint32_t sp_owned;	/* 1 here; 0 in a child made without atfork */
+	uint32_t sp_gen;	/* gc_sys_gen() */
+	int32_t sp_pid;		/* the owner's pid */
+};
+
+enum { SELF_NONE, SELF_WIPE, SELF_GETPID };
+static struct self_page *self_pg;
+uint32_t *gc_self_gen_word;
+static int self_mode;
+static int self_making;
+static pid_t self_pid_slow;	/* SELF_GETPID: the owner's pid */
+static uint32_t self_gen;	/* last generation given out; copied, never wiped */
+static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
+static __thread uint32_t gc_tid_gen __attribute__((tls_model("initial-exec")));
+
+/* Never wiped: the page where no page can be mapped. */
+static struct self_page self_static;
+
+/* Does this process share its parent's memory (a vfork child, or clone
+ * with CLONE_VM)? Then the page must not be made here: it would name
+ * this child in the parent's memory for good. Unknown (no kcmp, or no
+ * right to compare with the parent): no. */
+static bool in_parents_memory(pid_t me)
+{
+	pid_t parent = (pid_t)syscall(SYS_getppid);
+
+	return parent > 0 && syscall(SYS_kcmp, me, parent, 1 /* KCMP_VM */, 0, 0) == 0;
+}
+
+/* Makes the page at the first question. Any thread that finds it being
+ * made (or is re-entered while making it) is told "not ours" for that
+ * question, and makes a direct real call: nobody waits. */
+static struct self_page *page_make(void)
+{
+	struct self_page *p;
+	int free_ = 0, mode = SELF_WIPE;
+	pid_t me;
+
+	if (!__atomic_compare_exchange_n(&self_making, &free_, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+	me = (pid_t)syscall(SYS_getpid);
+	if (in_parents_memory(me)) {
+		__atomic_store_n(&self_making, 0, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		p = &self_static;
+		mode = SELF_GETPID;
+	} else if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+		mode = SELF_GETPID;
+	}
+	p->sp_pid = me;
+	p->sp_gen = ++self_gen;
+	p->sp_owned = 1;
+	self_pid_slow = me;
+	self_mode = mode;
+	/* published once, and never made again in this process */
+	__atomic_store_n(&self_pg, p, __ATOMIC_RELEASE);
+	__atomic_store_n(&gc_self_gen_word, &p->sp_gen, __ATOMIC_RELEASE);
+	return p;
+}
+
+static inline struct self_page *page(void)
+{
+	struct self_page *p = __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+
+	return __builtin_expect(p != NULL, 1) ? p : page_make();
+}
+
 bool gc_self(void)
 {
-	return (pid_t)syscall(SYS_getpid) == __atomic_load_n(&gc_pid, __ATOMIC_ACQUIRE);
+	struct self_page *p = page();
+
+	if (!p)
+		return false;
+	if (__builtin_expect(self_mode == SELF_WIPE, 1))
+		return __atomic_load_n(&p->sp_owned, __ATOMIC_RELAXED) == 1;
+	return (pid_t)syscall(SYS_getpid) == __atomic_load_n(&self_pid_slow, __ATOMIC_RELAXED);
+}
+
+bool gc_self_exact(void)
+{
+	return gc_self() && (pid_t)syscall(SYS_getpid) == gc_getpid();
+}
+
+void gc_sys_gen_bump(void)
+{
+	struct self_page *p = __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+
+	if (p)
+		__atomic_store_n(&p->sp_gen, __atomic_add_fetch(&self_gen, 1, __ATOMIC_RELAXED),
+				 __ATOMIC_RELEASE);
 }
 
 pid_t gc_getpid(void)
 {
-	pid_t p = __atomic_load_n(&gc_pid, __ATOMIC_ACQUIRE);
+	struct self_page *p = __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+	pid_t pid;
 
-	/* code linked without the shim (unit tests) never adopts */
-	return p ? p : (pid_t)syscall(SYS_getpid);
+	/* code linked without the shim (unit tests) may never ask gc_self() */
+	if (!p)
+		return (pid_t)syscall(SYS_getpid);
+	if (self_mode != SELF_WIPE)
+		return __atomic_load_n(&self_pid_slow, __ATOMIC_RELAXED);
+	pid = __atomic_load_n(&p->sp_pid, __ATOMIC_RELAXED);
+	/* wiped: a child made without atfork, which asks gc_self() first */
+	return pid ? pid : (pid_t)syscall(SYS_getpid);
 }
 
 pid_t gc_gettid(void)
 {
-	if (!gc_pid)
-		return (pid_t)syscall(SYS_gettid);
-	if (gc_tid_pid != gc_pid || !gc_tid) {
+	struct self_page *p = __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+	uint32_t gen = p ? __atomic_load_n(&p->sp_gen, __ATOMIC_RELAXED) : 0;
+
+	/* a cache filled before the last adoption is the forking thread's
+	 * parent's; without a page, nothing is cached */
+	if (!p || gen != gc_tid_gen || !gc_tid) {
 		gc_tid = (pid_t)syscall(SYS_gettid);
-		gc_tid_pid = gc_pid;
+		gc_tid_gen = gen;
 	}
 	return gc_tid;
 }
 
 void gc_sys_adopt(void)
 {
-	gc_tid = 0;
-	gc_tid_pid = 0;
-	__atomic_store_n(&gc_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELEASE);
+	struct self_page *p = self_pg;
+
+	/* Nothing made yet: the first question makes it, in this process.
+	 * Otherwise the pid is read now, not when first asked: a child
+	 * sharing our memory (vfork) may be the first to ask. */
+	if (!p)
+		return;
+	p->sp_pid = (int32_t)syscall(SYS_getpid);
+	p->sp_owned = 1;
+	self_pid_slow = p->sp_pid;
+	gc_sys_gen_bump();
+}
+
+/* ---- the descriptor floor ----------------------------------------------- */
+
+#define GC_FD_FLOOR 256
+
+int gc_sys_fd_floor(void)
+{
+	struct rlimit rl;
+
+	if (syscall(SYS_getrlimit, RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2 * GC_FD_FLOOR)
+		return rl.rlim_cur >= 8 ? (int)(rl.rlim_cur - rl.rlim_cur / 4) : 3;
+	return GC_FD_FLOOR;
+}
+
+int gc_sys_fd_up(int fd)
+{
+	int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+
+	syscall(SYS_close, fd);
+	return hi;
+}
+
+/* ---- descriptors of our own --------------------------------------------- */
+
+static int *own[GC_OWN_FDS];
+int gc_own_min = INT_MAX;
+static int own_lock;	/* changes only; readers load one slot at a time */
+
+static void own_lock_take(void)
+{
+	while (__atomic_exchange_n(&own_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void own_recompute(void)
+{
+	int i, m = INT_MAX;
+
+	for (i = 0; i < GC_OWN_FDS; i++) {
+		int *w = __atomic_load_n(&own[i], __ATOMIC_RELAXED);
+		int fd = w ? __atomic_load_n(w, __ATOMIC_RELAXED) : -1;
+
+		if (fd >= 0 && fd < m)
+			m = fd;
+	}
+	__atomic_store_n(&gc_own_min, m, __ATOMIC_RELEASE);
+}
+
+bool gc_own_keep(int *where)
+{
+	int i;
+	bool ok = false;
+
+	own_lock_take();
+	for (i = 0; i < GC_OWN_FDS && !ok; i++)
+		if (!own[i] || own[i] == where) {
+			__atomic_store_n(&own[i], where, __ATOMIC_RELEASE);
+			ok = true;
+		}
+	own_recompute();
+	__atomic_store_n(&own_lock, 0, __ATOMIC_RELEASE);
+	return ok;
+}
+
+void gc_own_drop(int *where)
+{
+	int i;
+
+	own_lock_take();
+	for (i = 0; i < GC_OWN_FDS; i++)
+		if (own[i] == where)
+			__atomic_store_n(&own[i], NULL, __ATOMIC_RELEASE);
+	own_recompute();
+	__atomic_store_n(&own_lock, 0, __ATOMIC_RELEASE);
+}
+
+bool gc_own_is(int fd)
+{
+	int i;
+
+	if (fd < 0 || !gc_own_maybe(fd))
+		return false;
+	for (i = 0; i < GC_OWN_FDS; i++) {
+		int *w = __atomic_load_n(&own[i], __ATOMIC_ACQUIRE);
+
+		if (w && __atomic_load_n(w, __ATOMIC_RELAXED) == fd)
+			return true;
+	}
+	return false;
+}
+
+void gc_own_clear(int fd)
+{
+	int i;
+
+	if (!gc_own_is(fd))
+		return;
+	own_lock_take();
+	for (i = 0; i < GC_OWN_FDS; i++) {
+		int *w = own[i], to;
+
+		if (!w || __atomic_load_n(w, __ATOMIC_RELAXED) != fd)
+			continue;
+		/* a new number first, then the old one goes: whoever reads
+		 * *w finds an open descriptor of ours either way */
+		to = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+		if (to == fd || to < 0) {
+			/* nowhere to go: given up rather than left to the program */
+			__atomic_store_n(w, -1, __ATOMIC_RELEASE);
+			own[i] = NULL;
+		} else {
+			__atomic_store_n(w, to, __ATOMIC_RELEASE);
+		}
+		syscall(SYS_close, fd);
+	}
+	own_recompute();
+	__atomic_store_n(&own_lock, 0, __ATOMIC_RELEASE);
+}
+
+void gc_own_forget(int fd)
+{
+	int i;
+
+	own_lock_take();
+	for (i = 0; i < GC_OWN_FDS; i++)
+		if (own[i] && __atomic_load_n(own[i], __ATOMIC_RELAXED) == fd)
+			__atomic_store_n(&own[i], NULL, __ATOMIC_RELEASE);
+	own_recompute();
+	__atomic_store_n(&own_lock, 0, __ATOMIC_RELEASE);
+}
+
+int gc_own_in(unsigned int lo, unsigned int hi, int *out)
+{
+	int i, j, n = 0;
+
+	if (!gc_own_maybe((int)(hi > INT_MAX ? INT_MAX : hi)))
+		return 0;
+	for (i = 0; i < GC_OWN_FDS; i++) {
+		int *w = __atomic_load_n(&own[i], __ATOMIC_ACQUIRE);
+		int fd = w ? __atomic_load_n(w, __ATOMIC_RELAXED) : -1;
+
+		if (fd < 0 || (unsigned int)fd < lo || (unsigned int)fd > hi)
+			continue;
+		for (j = n; j > 0 && out[j - 1] > fd; j--)
+			out[j] = out[j - 1];
+		out[j] = fd;
+		n++;
+	}
+	return n;
 }

@@ -1,7 +1,8 @@
-/* The real system calls the journal makes, the per-thread depth guard, and
- * who we are (pid, tid). The shim fills in the real functions found with
- * dlsym(RTLD_NEXT); until it has, the raw system calls serve. Nothing here
- * includes shim/: arrows point down. */
+/* The real system calls the journal makes, the per-thread depth guard, who
+ * we are (pid, tid, and whether this process owns the library's state),
+ * and one-time steps shared by threads. The shim fills in the real
+ * functions found with dlsym(RTLD_NEXT); until it has, the raw system
+ * calls serve. Nothing here includes shim/: arrows point down. */
 #ifndef GC_SYS_H
 #define GC_SYS_H
 #include <stdbool.h>
@@ -24,17 +25,98 @@ extern __thread int gc_depth;
 int gc_sys_sync(int fd, bool datasync);
 int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags);
 
-/* The process the library's state belongs to: set at start-up and by the
- * atfork child handler. A child made by _Fork(), clone(), vfork() or a raw
- * fork system call runs no atfork handler: it shares (vfork, CLONE_VM) or
- * copies the parent's state, locks held by threads it does not have
- * included. gc_self() is false there, and every request of that process
- * goes to its own real call: nothing of the parent's is touched. */
+/*
+ * The process the library's state belongs to. A child made by fork() runs
+ * the atfork child handler, which adopts the state (gc_sys_adopt). A child
+ * made by _Fork(), clone() without CLONE_VM or a raw fork system call runs
+ * none: it copied the parent's state, locks held by threads it does not
+ * have included, and none of it is its own.
+ *
+ * gc_self() tells them apart without a system call: its answer sits in a
+ * page mapped with MADV_WIPEONFORK, which every such child finds zeroed.
+ * The page is made at the first question (two system calls, at the first
+ * sync request); on a kernel without MADV_WIPEONFORK (before 4.14) each
+ * question is a getpid() as before.
+ *
+ * A child sharing our memory (vfork, clone with CLONE_VM) sees our page:
+ * to gc_self() it is the thread that made it, stopped meanwhile. That is
+ * right for a direct real call and for counters, and wrong for anything
+ * that names this process to others or that it must undo (a transaction,
+ * the descriptor table): those ask gc_self_exact(), which adds a getpid().
+ */
 bool gc_self(void);
-/* This thread's tid; valid only where gc_self() is true. */
+bool gc_self_exact(void);
+/* This thread's tid, cached; valid only where gc_self() is true. */
 pid_t gc_gettid(void);
 /* The pid of gc_self()'s process. */
 pid_t gc_getpid(void);
-/* Start-up, and atfork child: this process owns the state from now on. */
+/* The atfork child handler: this process owns the state from now on. No
+ * system call unless the page was made (the process asked gc_self()). */
 void gc_sys_adopt(void);
+/* Bumped at each adoption (and by gc_sys_gen_bump): a value cached per
+ * thread against an older one is stale. gc_sys_gen_peek() makes no page:
+ * 1 before it is made, 0 in a child made without atfork (wiped). */
+extern uint32_t *gc_self_gen_word;
+static inline uint32_t gc_sys_gen_peek(void)
+{
+	uint32_t *g = __atomic_load_n(&gc_self_gen_word, __ATOMIC_ACQUIRE);
+
+	return g ? __atomic_load_n(g, __ATOMIC_ACQUIRE) : 1;
+}
+/* Makes every per-thread cache checked against the generation stale (a
+ * new stats area); nothing before the page is made. */
+void gc_sys_gen_bump(void);
+
+/*
+ * A step run once, by the first thread that asks; others wait for it
+ * (yielding the CPU). The thread running it that asks again (from a signal
+ * handler, or from the step itself) gets false at once. A waiter that has
+ * waited far longer than a step takes runs it itself: its runner is stopped,
+ * or not in this process (a child made without atfork handlers, copied in
+ * mid-step), and a step is one that gives the same result run twice.
+ * No system call unless threads contend. Returns true once done.
+ */
+struct gc_once {
+	int o_state;	/* 0 never, 1 running, 2 done */
+	void *o_runner;	/* the runner's thread */
+};
+bool gc_once_slow(struct gc_once *o, void (*fn)(void));
+static inline bool gc_once(struct gc_once *o, void (*fn)(void))
+{
+	return __builtin_expect(__atomic_load_n(&o->o_state, __ATOMIC_ACQUIRE) == 2, 1) ||
+	       gc_once_slow(o, fn);
+}
+
+/* The lowest descriptor number the library's own descriptors may take:
+ * 256, or less under a lower RLIMIT_NOFILE (the top quarter of it). */
+int gc_sys_fd_floor(void);
+/* Moves @fd to the floor or above, close-on-exec, and closes @fd; returns
+ * the new number, or -1 with errno when it cannot be moved (@fd is closed
+ * all the same: nothing of ours stays in the program's range). Raw calls. */
+int gc_sys_fd_up(int fd);
+
+/*
+ * The descriptors the library keeps open (the exit report's copy of
+ * stderr, gcd's file, libunwind's pipe), each named by the int that holds
+ * its number: the program never had them, so its close() of one fails
+ * with EBADF as it would bare, its close_range() and closefrom() leave
+ * them, and its dup2() or dup3() onto one's number first moves ours to
+ * another number (*where follows). A raw system call is not seen.
+ */
+#define GC_OWN_FDS 8
+extern int gc_own_min;		/* the lowest kept number; INT_MAX: none */
+bool gc_own_keep(int *where);
+void gc_own_drop(int *where);
+static inline bool gc_own_maybe(int fd)
+{
+	return __builtin_expect(fd >= __atomic_load_n(&gc_own_min, __ATOMIC_RELAXED), 0);
+}
+bool gc_own_is(int fd);
+/* Before the program puts a descriptor at @fd: ours there moves. */
+void gc_own_clear(int fd);
+/* Ours at @fd is being closed by whoever keeps it: forgotten. */
+void gc_own_forget(int fd);
+/* The kept numbers in [@lo, @hi], ascending, into @out (at most
+ * GC_OWN_FDS); returns how many. */
+int gc_own_in(unsigned int lo, unsigned int hi, int *out);
 #endif

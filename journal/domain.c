@@ -27,9 +27,10 @@
 
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 {
-	int i;
-
-	memset(d, 0, sizeof(*d));
+	/* @d is zeroed already (a new file, an anonymous mapping): writing
+	 * only what is not zero leaves the pages of unused transactions
+	 * untouched, out of the process's memory until a commit needs them */
+	_Static_assert(T_FREE == 0, "free transactions are zeroed memory");
 	d->j_version = GC_DOM_VERSION;
 	d->j_size = sizeof(*d);
 	d->j_dev = dev;
@@ -38,8 +39,6 @@ void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 	d->j_shared = shared;
 	d->j_running = d->j_committing = GC_NONE;
 	gc_policy_init(&d->j_policy);
-	for (i = 0; i < GC_TXN_RING; i++)
-		d->j_txns[i].t_state = T_FREE;
 }
 
 void gc_domain_reset_txns(struct gc_domain *d)

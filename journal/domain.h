@@ -138,6 +138,7 @@ struct gc_domain {
 	struct gc_txn j_txns[GC_TXN_RING];
 };
 
+/* Sets up @d, zeroed memory, for @dev. */
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared);
 /* Just after a real sync of @d's filesystem returned @r: notes EIO, EROFS. */
 void gc_domain_note_failure(struct gc_domain *d, int r);

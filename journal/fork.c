@@ -83,8 +83,8 @@ void gc_journal_exit(void)
 	char path[128];
 	int i;
 
-	if (!gc_self())
-		return; /* a child made without atfork: none of it is ours */
+	if (!__atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE) || !gc_self_exact())
+		return; /* none, or a child made without atfork: none of it is ours */
 	for (i = 0; i < gc_ndomains; i++) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 

@@ -18,6 +18,7 @@
 #include "core/devstats.h"
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/procstats.h"
 #include "core/sites.h"
 #include "core/stats.h"
 #include "core/sys.h"
@@ -293,6 +294,25 @@ int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 	return gc_sync_direct(fd, datasync, origin);
 }
 
+int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
+{
+	uint64_t t0 = gc_now_ns(), ns;
+	bool grouped = true;
+	int site = -1, r;
+
+	/* not in a child made without atfork: its counts are not ours */
+	if (__builtin_expect(gc_self(), 1))
+		gc_ps_need(__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED));
+	if (__builtin_expect(gc_sites_needed(), 0))
+		site = gc_site_begin(&grouped, ra);
+	r = grouped ? gc_sync(fd, datasync, origin, t0) : gc_sync_scoped_out(fd, datasync, origin);
+	ns = gc_now_ns() - t0;
+	gc_stats_request_end(ns, r);
+	if (site >= 0)
+		gc_site_end(site, ns, !grouped);
+	return r;
+}
+
 int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
 	struct gc_handle h;
@@ -320,6 +340,11 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	 * the filesystem would not tell it (held_result). */
 	if (d && domain_direct(d, start))
 		return held_result(d, begun, -1, direct_accounted(d, fd, datasync, start));
+	/* From here on this process is named to others (membership, handles,
+	 * the lock): not by a child sharing our memory (vfork), which would
+	 * name its stopped parent's thread. */
+	if (!gc_self_exact())
+		return gc_commit_direct(fd, datasync);
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* Files and directories: a directory's fsync commits the entries made

@@ -30,7 +30,7 @@
 
 struct exec_save {
 	int n;
-	bool self;	/* gc_self(): the table, lock and counters are ours */
+	bool self;	/* gc_self_exact(): the table, lock and counters are ours */
 	struct {
 		int fd;
 		int save;	/* the converted description, close-on-exec */
@@ -172,9 +172,14 @@ static int exec_prepare(struct exec_save *x, bool any)
 
 	x->n = 0;
 	x->self = false;
-	if (gc_disabled)
+	/* Nothing was ever converted here: no descriptor to give back, and no
+	 * system call. A first conversion that another thread begins during
+	 * this call can only be of a descriptor this call was not told about
+	 * (its number came after the check), which the new program does not
+	 * know to write to. */
+	if (gc_disabled || !gc_fd_ever())
 		return 0;
-	x->self = gc_self();
+	x->self = gc_self_exact();
 	if (x->self)
 		gc_fd_spawn_begin();
 	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {

@@ -1,11 +1,15 @@
-/* Start-up and shut-down: resolve the real functions, read LIBGC_*, register
- * fork handlers, and hand over to the exit report (report.c). Survives early callers (another
- * library's constructor) and recursive ones (dlsym calling back into us). */
+/* Start-up and shut-down. Loading the library makes no system call of its
+ * own: the constructor keeps the LIBGC_* variables, resolves the real
+ * functions (dlsym) and registers the fork handlers; the variables are
+ * parsed and checked at first use (gc_conf), everything else is made when
+ * a request first needs it. Survives early callers (another library's
+ * constructor) and recursive ones (dlsym calling back into us). */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +28,13 @@
 #include "shim/shim.h"
 
 int gc_ready;
+int gc_configured;
 int gc_disabled;
 int gc_counting;
 uint64_t gc_sym_calls[GC_SYM_COUNT];
 static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
-static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+static int gc_init_state;	/* 0, 1 running, 2 done */
+static struct gc_once gc_conf_once;
 struct gc_config gc_cfg;
 
 #ifndef GC_VERSION
@@ -38,10 +44,11 @@ struct gc_config gc_cfg;
  * (never by loading it) to tell this library from another libgc.so, such
  * as Boehm GC's, before it preloads anything. */
 GC_EXPORT const char libgc_group_commit[] = "libgc " GC_VERSION;
+extern char **environ;
 
 static const char *env_get(const char *name, void *ctx)
 {
-	return getenv(name);
+	return gc_env(name);
 }
 
 static void env_warn(const char *line, void *ctx)
@@ -51,7 +58,8 @@ static void env_warn(const char *line, void *ctx)
 
 /* One set of fork handlers for the whole library: the journal's locks and
  * the descriptor swap lock are held across fork, so the child starts with
- * consistent tables; the child then owns the state (gc_sys_adopt). */
+ * consistent tables; the child then owns the state (gc_sys_adopt). Each
+ * does nothing, and no system call, while the library has no state. */
 static void atfork_prepare(void)
 {
 	gc_journal_atfork_prepare();
@@ -79,47 +87,94 @@ static void atfork_child(void)
 	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
 }
 
-static void do_init(void)
+/* No system call here: what loading the library costs a process that never
+ * syncs is the loader's work and these few lookups. */
+static void do_init(char **envp)
 {
+	const char *v;
 	int saved = errno;
 
+	gc_env_save(envp);
 	gc_real_resolve();
 	gc_sys.sy_fsync = gc_real.fsync;
 	gc_sys.sy_fdatasync = gc_real.fdatasync;
 	gc_sys.sy_sync_file_range = gc_real.sync_file_range;
-	gc_sys_adopt();
-	gc_config_defaults(&gc_cfg);
-	gc_config_parse(&gc_cfg, env_get, env_warn, NULL);
-	gc_disabled = gc_cfg.c_disable;
-	gc_counting = gc_cfg.c_report[0] != '\0';
-	gc_report_setup();
-	gc_ps_configure(gc_cfg.c_stats && !gc_disabled,
-			gc_cfg.c_stats_dir[0] ? gc_cfg.c_stats_dir : NULL);
-	gc_sites_configure(gc_cfg.c_sites && !gc_disabled, &gc_cfg);
+	/* What every wrapper asks before any other setting: read now, and
+	 * checked with the rest at first use. */
+	v = gc_env("LIBGC_DISABLE");
+	gc_disabled = v && !strcmp(v, "1");
+	v = gc_env("LIBGC_REPORT");
+	gc_counting = v && *v && strcmp(v, "0");
+	/* the intent log's hooks in the write family are on from the first
+	 * write: its settings are read now (no system call; it opens nothing
+	 * before a request in its scope) */
 	if (!gc_disabled)
 		gc_intent_configure();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
-	       gc_policy_name(gc_cfg.c_policy.pc_kind),
-	       gc_cfg.c_osync == GC_OSYNC_CONVERT ? "convert" : "keep",
-	       gc_disabled ? " (disabled)" : "");
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 	errno = saved;
 }
 
-bool gc_init_slow(void)
+static bool init_once(char **envp)
 {
+	int st = 0;
+
 	if (gc_initialising)
 		return false;
 	gc_initialising = 1;
-	pthread_once(&gc_once, do_init);
+	if (__atomic_compare_exchange_n(&gc_init_state, &st, 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_ACQUIRE)) {
+		do_init(envp);
+		__atomic_store_n(&gc_init_state, 2, __ATOMIC_RELEASE);
+	} else {
+		/* another thread before main: it takes microseconds */
+		while (__atomic_load_n(&gc_init_state, __ATOMIC_ACQUIRE) != 2)
+			sched_yield();
+	}
 	gc_initialising = 0;
 	return __atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE);
 }
 
-__attribute__((constructor)) static void gc_constructor(void)
+bool gc_init_slow(void)
 {
-	gc_init();
+	return init_once(environ);
+}
+
+static void do_configure(void)
+{
+	int saved = errno;
+
+	gc_config_defaults(&gc_cfg);
+	gc_config_parse(&gc_cfg, env_get, env_warn, NULL);
+	gc_disabled = gc_cfg.c_disable;
+	gc_counting = gc_cfg.c_report[0] != '\0';
+	gc_ps_configure(gc_cfg.c_stats && !gc_disabled,
+			gc_cfg.c_stats_dir[0] ? gc_cfg.c_stats_dir : NULL);
+	gc_sites_configure(&gc_cfg);
+	gc_log(GC_LOG_INFO, "policy=%s osync=%s%s",
+	       gc_policy_name(gc_cfg.c_policy.pc_kind),
+	       gc_cfg.c_osync == GC_OSYNC_CONVERT ? "convert" : "keep",
+	       gc_disabled ? " (disabled)" : "");
+	/* every process reports: keep stderr now, some close it early */
+	if (gc_cfg.c_report_all && !gc_disabled)
+		gc_report_arm();
+	__atomic_store_n(&gc_configured, 1, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+bool gc_conf_slow(void)
+{
+	if (!gc_init())
+		return false;
+	return gc_once(&gc_conf_once, do_configure) &&
+	       __atomic_load_n(&gc_configured, __ATOMIC_ACQUIRE);
+}
+
+/* glibc passes the initial environment to constructors. */
+__attribute__((constructor)) static void gc_constructor(int argc, char **argv, char **envp)
+{
+	if (!__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE))
+		init_once(envp);
 }
 
 __attribute__((destructor)) static void gc_destructor(void)
@@ -129,7 +184,7 @@ __attribute__((destructor)) static void gc_destructor(void)
 	/* a normal exit may name what one request left unnamed (dladdr and
 	 * file maps: not from _exit, which may run in a forked child or a
 	 * signal handler) */
-	if (gc_cfg.c_report[0])
+	if (gc_counting && gc_conf() && gc_cfg.c_report[0])
 		gc_sites_name_pending();
 	gc_intent_exit();
 	gc_report_exit();

@@ -29,6 +29,8 @@
 #define RWF_SYNC 0x00000004
 #endif
 #define RWF_APPEND_ 0x00000010
+/* The caller of an exported function: its call site */
+#define GC_RA ((uintptr_t)__builtin_return_address(0))
 
 static inline bool full_sync(int flags)
 {
@@ -37,28 +39,20 @@ static inline bool full_sync(int flags)
 
 /* Makes @fd's inode durable as O_SYNC (@full) or O_DSYNC would have:
  * 0 or -errno. */
-static int sync_fd(int fd, bool full)
+static int sync_fd(int fd, bool full, uintptr_t ra)
 {
 	int r;
 
-	if (gc_depth) {
+	if (gc_depth || !gc_conf()) {
 		/* Nested or from a signal handler: no coordinator here. */
 		r = unlikely(gc_intent_on) ? gc_intent_nested_sync(fd, !full) : GC_INTENT_PASS;
 		if (r == GC_INTENT_PASS)
 			r = gc_sync_direct(fd, !full, GC_FROM_OSYNC);
 	} else {
-		uint64_t t0 = gc_now_ns(), ns;
-		bool grouped;
-		int site;
-
 		gc_depth++;
-		site = gc_site_begin(&grouped);
-		r = grouped ? gc_sync(fd, !full, GC_FROM_OSYNC, t0)
-			    : gc_sync_scoped_out(fd, !full, GC_FROM_OSYNC);
-		ns = gc_now_ns() - t0;
-		gc_site_end(site, ns, !grouped);
+		gc_report_first();
+		r = gc_request(fd, !full, GC_FROM_OSYNC, ra);
 		gc_depth--;
-		gc_stats_request_end(ns, r);
 	}
 	return r;
 }
@@ -72,7 +66,7 @@ static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token
 {
 	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled)) {
 		gc_stat_add(bytes_buffered, (uint64_t)n);
-		if (likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
+		if (likely(gc_conf()) && likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
 			gc_dirty_wrote(fd, off, (uint64_t)n);
 	}
 	return n;
@@ -171,7 +165,7 @@ static bool still_converted(int fd, uint64_t token)
  * changed under the write (another thread's close, dup2, reopen): then the
  * sync through it may not reach the file the bytes went to, and only the
  * filesystem-wide fallback covers them. Returns @n or -1 with errno. */
-ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
+ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra)
 {
 	int conv, saved = errno, r;
 	bool full;
@@ -190,7 +184,7 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
 	 * makes no stats segment */
 	gc_stat_add(bytes_written, (uint64_t)n);
 	if (still_converted(fd, token)) {
-		r = sync_fd(fd, full);
+		r = sync_fd(fd, full, ra);
 		if (still_converted(fd, token)) {
 			if (r < 0) {
 				errno = -r;
@@ -213,12 +207,13 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token)
 
 /* @n bytes were written with RWF_*SYNC to a regular file we do not track,
  * which was @st before the write. */
-static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *st)
+static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *st,
+			      uintptr_t ra)
 {
 	struct stat now;
 	int saved = errno, r;
 
-	r = sync_fd(fd, full);
+	r = sync_fd(fd, full, ra);
 	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
 		r = syncfs_dev(st->st_dev);
 	if (r < 0) {
@@ -238,7 +233,7 @@ GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	GC_COUNT(write);
 	token = gc_fd_token(fd);
 	pre = gc_intent_before(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.write(fd, buf, len), pre), token), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.write(fd, buf, len), pre), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -250,7 +245,7 @@ GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 	GC_COUNT(pwrite);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite(fd, buf, len, off), itok), token), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite(fd, buf, len, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
@@ -262,7 +257,7 @@ GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 	GC_COUNT(pwrite64);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite64(fd, buf, len, off), itok), token), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite64(fd, buf, len, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -274,7 +269,7 @@ GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	GC_COUNT(writev);
 	token = gc_fd_token(fd);
 	pre = gc_intent_before(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.writev(fd, iov, cnt), pre), token), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.writev(fd, iov, cnt), pre), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -286,7 +281,7 @@ GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 	GC_COUNT(pwritev);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev(fd, iov, cnt, off), itok), token), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev(fd, iov, cnt, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
@@ -298,7 +293,7 @@ GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t of
 	GC_COUNT(pwritev64);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev64(fd, iov, cnt, off), itok), token), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev64(fd, iov, cnt, off), itok), token, GC_RA), token);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -312,7 +307,7 @@ static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t of
 static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 					       off64_t, int),
 			       int fd, const struct iovec *iov, int cnt, off64_t off,
-			       int flags)
+			       int flags, uintptr_t ra)
 {
 	uint64_t token = gc_fd_token(fd);
 	int conv = (int)(uint32_t)token;
@@ -332,7 +327,7 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	if (likely(!want))
 		return dirty_after(fd, pos, gc_intent_after(fd, where, real(fd, iov, cnt, off, flags), pre),
 				   token);
-	if (gc_disabled || gc_cfg.c_osync == GC_OSYNC_KEEP)
+	if (gc_disabled || !gc_conf() || gc_cfg.c_osync == GC_OSYNC_KEEP)
 		return gc_intent_after(fd, where, real(fd, iov, cnt, off, flags), pre | ksync);
 	if (!conv) {
 		int saved = errno;
@@ -347,10 +342,10 @@ static ssize_t pwritev2_common(ssize_t (*real)(int, const struct iovec *, int,
 	if (n <= 0)
 		return n;
 	if (!conv) /* RWF_*SYNC on a regular file we do not track */
-		return sync_untracked(fd, n, full, &st);
+		return sync_untracked(fd, n, full, &st, ra);
 	if (full && !full_sync(conv))
 		token = (token & ~(uint64_t)UINT32_MAX) | (uint32_t)O_SYNC;
-	return gc_sync_after_write(fd, n, token);
+	return gc_sync_after_write(fd, n, token, ra);
 }
 
 GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
@@ -360,7 +355,7 @@ GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, 
 	GC_COUNT(pwritev2);
 	return pwritev2_common((ssize_t(*)(int, const struct iovec *, int, off64_t,
 					   int))gc_real.pwritev2,
-			       fd, iov, cnt, off, flags);
+			       fd, iov, cnt, off, flags, GC_RA);
 }
 
 GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -369,7 +364,7 @@ GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 	if (unlikely(!gc_init()))
 		return raw_pwritev2(fd, iov, cnt, off, flags);
 	GC_COUNT(pwritev64v2);
-	return pwritev2_common(gc_real.pwritev64v2, fd, iov, cnt, off, flags);
+	return pwritev2_common(gc_real.pwritev64v2, fd, iov, cnt, off, flags, GC_RA);
 }
 
 /* Data moved into a converted descriptor by the kernel (sendfile, splice,
@@ -383,7 +378,7 @@ GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 	GC_COUNT(sendfile);
 	itok = gc_intent_before(out_fd);
 	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile(out_fd, in_fd, off, count), itok),
-				   gc_fd_token(out_fd));
+				   gc_fd_token(out_fd), GC_RA);
 }
 
 GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
@@ -395,7 +390,7 @@ GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 	GC_COUNT(sendfile64);
 	itok = gc_intent_before(out_fd);
 	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile64(out_fd, in_fd, off, count), itok),
-				   gc_fd_token(out_fd));
+				   gc_fd_token(out_fd), GC_RA);
 }
 
 GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
@@ -408,7 +403,7 @@ GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_of
 	GC_COUNT(splice);
 	itok = gc_intent_before(out_fd);
 	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags), itok),
-				   gc_fd_token(out_fd));
+				   gc_fd_token(out_fd), GC_RA);
 }
 
 GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
@@ -425,5 +420,5 @@ GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 						   gc_real.copy_file_range(in_fd, in_off, out_fd,
 									   out_off, len, flags),
 						   itok),
-				   gc_fd_token(out_fd));
+				   gc_fd_token(out_fd), GC_RA);
 }

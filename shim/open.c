@@ -5,6 +5,7 @@
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/sites.h"
 #include "core/stats.h"
 #include "journal/intent.h"
 #include "shim/shim.h"
@@ -316,8 +318,8 @@ static int open_plain(enum open_variant v, int dirfd, const char *path, int flag
 
 	/* Not in a child made without atfork (vfork, clone): the table and
 	 * counters may be its parent's. */
-	if (gc_disabled || gc_depth || !(flags & O_DSYNC) || (flags & O_PATH) ||
-	    gc_cfg.c_osync == GC_OSYNC_KEEP || !gc_self())
+	if (gc_disabled || gc_depth || !(flags & O_DSYNC) || (flags & O_PATH) || !gc_conf() ||
+	    gc_cfg.c_osync == GC_OSYNC_KEEP || !gc_self_exact())
 		return real_open(v, dirfd, path, flags, mode);
 	gc_depth++;
 	r = open_converted(v, dirfd, path, flags, mode);
@@ -460,7 +462,22 @@ GC_EXPORT int creat64(const char *path, mode_t mode)
  * the other. Everything else stays lock-free. */
 static bool swap_lock_if(int fd)
 {
-	return gc_fd_token(fd) && gc_self() && gc_fd_swap_lock();
+	return gc_fd_token(fd) && gc_self_exact() && gc_fd_swap_lock();
+}
+
+/* A descriptor the library keeps (core/sys.h): the program never had it,
+ * and closes it as it would bare, with EBADF; libunwind closing the pipe
+ * it was given really closes it. Returns 1 when handled here. */
+static int close_own(int fd)
+{
+	if (!gc_own_is(fd))
+		return 0;
+	if (gc_unwinding) {
+		gc_own_forget(fd);
+		return 0;
+	}
+	errno = EBADF;
+	return 1;
 }
 
 GC_EXPORT int close(int fd)
@@ -472,6 +489,8 @@ GC_EXPORT int close(int fd)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_close, fd);
 	GC_COUNT(close);
+	if (unlikely(gc_own_maybe(fd)) && close_own(fd))
+		return -1;
 	taken = swap_lock_if(fd);
 	/* Forget the entry only after the real close: until then another
 	 * thread's write through @fd must still be made durable. */
@@ -486,6 +505,38 @@ GC_EXPORT int close(int fd)
 
 #define CR_BATCH 256
 
+static int real_close_range(unsigned int first, unsigned int last, int flags)
+{
+	return gc_real.close_range ? gc_real.close_range(first, last, flags)
+				   : (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* close_range over the program's descriptors only: the gaps between the
+ * ones the library keeps (core/sys.h). */
+static int close_range_around(unsigned int first, unsigned int last, int flags)
+{
+	int own[GC_OWN_FDS], n = gc_own_in(first, last, own), i, r = 0;
+	unsigned int lo = first;
+
+	if (!n || (flags & CLOSE_RANGE_CLOEXEC))
+		return real_close_range(first, last, flags); /* ours are close-on-exec */
+	for (i = 0; i <= n && !r; i++) {
+		unsigned int hi = i < n ? (unsigned int)own[i] - 1 : last;
+
+		if (i < n && (unsigned int)own[i] == lo) {
+			lo++;
+			continue;
+		}
+		if (lo <= hi)
+			r = real_close_range(lo, hi, flags);
+		if (i < n)
+			lo = (unsigned int)own[i] + 1;
+		if (i < n && lo == 0)
+			break; /* own[i] was the last number */
+	}
+	return r;
+}
+
 GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	struct { int fd; uint64_t token; } seen[CR_BATCH];
@@ -496,8 +547,7 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		return (int)syscall(SYS_close_range, first, last, flags);
 	GC_COUNT(close_range);
 	if (flags & CLOSE_RANGE_CLOEXEC)
-		return gc_real.close_range ? gc_real.close_range(first, last, flags)
-					   : (int)syscall(SYS_close_range, first, last, flags);
+		return real_close_range(first, last, flags);
 	fd = gc_fd_next((int)(first > INT32_MAX ? INT32_MAX : first));
 	if (fd >= 0 && (unsigned)fd <= last)
 		taken = swap_lock_if(fd);
@@ -505,8 +555,7 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		seen[n].fd = fd;
 		seen[n++].token = gc_fd_close_begin(fd);
 	}
-	r = gc_real.close_range ? gc_real.close_range(first, last, flags)
-				: (int)syscall(SYS_close_range, first, last, flags);
+	r = close_range_around(first, last, flags);
 	saved = errno;
 	if (r == 0) {
 		for (i = 0; i < n; i++)
@@ -630,7 +679,7 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 		}
 		return r;
 	}
-	self = gc_self();
+	self = gc_self_exact();
 	if (self && gc_fd_convert_begin()) {
 		int prev = onto ? gc_fd_get(arg) : 0;
 		uint64_t prev_ino = onto ? gc_fd_ino(arg) : 0;
@@ -670,6 +719,18 @@ GC_EXPORT int dup(int oldfd)
 	return dup_common(DK_DUP, oldfd, 0, 0);
 }
 
+/* The program puts a descriptor at @newfd: one the library keeps there
+ * moves first; one it keeps is no @oldfd of the program's. */
+static bool dup_onto_own(int oldfd, int newfd)
+{
+	if (gc_own_is(oldfd)) {
+		errno = EBADF;
+		return true;
+	}
+	gc_own_clear(newfd);
+	return false;
+}
+
 GC_EXPORT int dup2(int oldfd, int newfd)
 {
 	bool taken;
@@ -678,6 +739,8 @@ GC_EXPORT int dup2(int oldfd, int newfd)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup2, oldfd, newfd);
 	GC_COUNT(dup2);
+	if (unlikely(gc_own_maybe(oldfd > newfd ? oldfd : newfd)) && dup_onto_own(oldfd, newfd))
+		return -1;
 	taken = swap_lock_if(newfd);
 	r = dup_common(DK_DUP2, oldfd, newfd, 0);
 	gc_fd_swap_unlock(taken);
@@ -692,6 +755,8 @@ GC_EXPORT int dup3(int oldfd, int newfd, int flags)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup3, oldfd, newfd, flags);
 	GC_COUNT(dup3);
+	if (unlikely(gc_own_maybe(oldfd > newfd ? oldfd : newfd)) && dup_onto_own(oldfd, newfd))
+		return -1;
 	taken = swap_lock_if(newfd);
 	r = dup_common(DK_DUP3, oldfd, newfd, flags);
 	gc_fd_swap_unlock(taken);
@@ -705,7 +770,7 @@ static int setfd_common(int (*real)(int, int, ...), int fd, void *arg)
 {
 	int conv = gc_fd_get(fd), r, e;
 
-	if (!conv || ((long)arg & FD_CLOEXEC) || !gc_self())
+	if (!conv || ((long)arg & FD_CLOEXEC) || !gc_self_exact())
 		return real(fd, F_SETFD, arg);
 	if (gc_fd_convert_begin()) {
 		r = real(fd, F_SETFD, arg);
@@ -795,7 +860,7 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	/* stdio's own writes are not seen: a file in scope is never logged */
 	if (unlikely(gc_intent_on) && !gc_disabled)
 		gc_intent_fdopen(fd, mode);
-	if (!gc_fd_get(fd) || !gc_self())
+	if (!gc_fd_get(fd) || !gc_self_exact())
 		return gc_real.fdopen(fd, mode);
 	taken = gc_fd_swap_lock();
 	conv = gc_conv_checked(fd);
@@ -818,4 +883,76 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	}
 	errno = saved;
 	return gc_real.fdopen(fd, mode);
+}
+
+/* closefrom: the program's descriptors only, as close_range. */
+GC_EXPORT void closefrom(int lowfd)
+{
+	int own[GC_OWN_FDS];
+
+	if (unlikely(!gc_init())) {
+		syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
+		return;
+	}
+	GC_COUNT(closefrom);
+	if (lowfd >= 0 && unlikely(gc_own_maybe(INT_MAX)) &&
+	    gc_own_in((unsigned int)lowfd, ~0U, own)) {
+		close_range((unsigned int)lowfd, ~0U, 0);
+		return;
+	}
+	if (gc_real.closefrom)
+		gc_real.closefrom(lowfd);
+	else
+		close_range((unsigned int)lowfd, ~0U, 0);
+}
+
+/*
+ * Passed through, except inside libunwind's code run by the library for
+ * call sites (core/sites.h, gc_unwinding): libunwind checks addresses by
+ * writing a byte of them into a pipe, kept for the process's life. Its
+ * two ends are moved to the descriptor floor at once and kept there as
+ * the library's own (each named by libunwind's int that holds it): for a
+ * few microseconds, once, two low numbers are taken.
+ */
+static int unwind_pipe(int fds[2], int flags)
+{
+	int p[2], a, b;
+
+	if (syscall(SYS_pipe2, p, flags | O_CLOEXEC) < 0)
+		return -1;
+	a = gc_sys_fd_up(p[0]);
+	b = gc_sys_fd_up(p[1]);
+	if (a < 0 || b < 0) {
+		if (a >= 0)
+			syscall(SYS_close, a);
+		if (b >= 0)
+			syscall(SYS_close, b);
+		errno = EMFILE;
+		return -1;
+	}
+	fds[0] = a;
+	fds[1] = b;
+	gc_own_keep(&fds[0]);
+	gc_own_keep(&fds[1]);
+	return 0;
+}
+
+GC_EXPORT int pipe2(int fds[2], int flags)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_pipe2, fds, flags);
+	GC_COUNT(pipe2);
+	if (unlikely(gc_unwinding))
+		return unwind_pipe(fds, flags);
+	return gc_real.pipe2(fds, flags);
+}
+
+GC_EXPORT int pipe(int fds[2])
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_pipe2, fds, 0);
+	GC_COUNT(pipe);
+	if (unlikely(gc_unwinding))
+		return unwind_pipe(fds, 0);
+	return gc_real.pipe(fds);
 }

@@ -1,8 +1,9 @@
 /* The exit report (LIBGC_REPORT): what this process asked for and what
  * reached the kernel, as a short summary, the key=value line or JSON, on
  * stderr or appended to a file; from exit handlers and from _exit/_Exit,
- * once. stderr is duplicated at start-up (close-on-exec, fd >= 256) because
- * programs such as cp, dd and tar close fd 2 before exit handlers run. */
+ * once. stderr is duplicated at the first sync request (close-on-exec, at
+ * the descriptor floor) because programs such as cp, dd and tar close fd 2
+ * before exit handlers run. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 #include <errno.h>
@@ -21,8 +22,6 @@
 #include "core/stats.h"
 #include "shim/shim.h"
 
-#define GC_REPORT_FD_MIN 256
-
 static const char *const sym_names[GC_SYM_COUNT] = {
 #define SYM(ret, name, params) #name,
 #include "shim/syms.def"
@@ -33,28 +32,30 @@ static int rep_fd = -1;		/* our duplicate of stderr */
 static dev_t rep_dev;		/* ... and what it was, to know it is still ours */
 static ino_t rep_ino;
 static int rep_done;
+int gc_report_armed;
 
 static int raw_fcntl(int fd, int cmd, long arg)
 {
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
 }
 
-void gc_report_setup(void)
+void gc_report_arm(void)
 {
 	struct stat st;
 	int fd;
 
-	rep_fd = -1;
-	rep_done = 0;
-	if (!gc_cfg.c_report[0] || fstat(2, &st) < 0)
+	if (__atomic_exchange_n(&gc_report_armed, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!gc_conf() || !gc_cfg.c_report[0] || fstat(2, &st) < 0)
 		return;
 	/* kept for a file report too: where to say that it could not be written */
-	fd = raw_fcntl(2, F_DUPFD_CLOEXEC, GC_REPORT_FD_MIN);
+	fd = raw_fcntl(2, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
 	if (fd < 0)
 		return;
-	rep_fd = fd;
 	rep_dev = st.st_dev;
 	rep_ino = st.st_ino;
+	__atomic_store_n(&rep_fd, fd, __ATOMIC_RELEASE);
+	gc_own_keep(&rep_fd);
 }
 
 /* Our duplicate, if the program has not closed it and put something else
@@ -66,6 +67,8 @@ static int stderr_fd(void)
 	if (rep_fd >= 0 && fstat(rep_fd, &st) == 0 && st.st_dev == rep_dev &&
 	    st.st_ino == rep_ino && (raw_fcntl(rep_fd, F_GETFD, 0) & FD_CLOEXEC))
 		return rep_fd;
+	if (rep_fd >= 0)
+		gc_own_drop(&rep_fd);
 	rep_fd = -1;
 	return raw_fcntl(2, F_GETFD, 0) >= 0 ? 2 : -1;
 }
@@ -204,12 +207,23 @@ static void human_sites(struct buf *b, int pid, const char *comm, const struct g
 	bprintf(b, "\n");
 }
 
+/* An errno entry's name: its E name, "other" for the overflow entry. */
+static const char *err_name(const struct gc_errtab *t, int i, char *buf, size_t len)
+{
+	const char *n = t->et[i].e_err ? strerrorname_np(t->et[i].e_err) : "other";
+
+	if (n)
+		return n;
+	snprintf(buf, len, "%d", (int)t->et[i].e_err);
+	return buf;
+}
+
 static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
-		      uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs)
+		      const struct gc_hists *h, const struct gc_errtab *errs)
 {
 	uint64_t req = gc_stats_requests(s), real = s->real_fsync + s->real_fdatasync;
 	uint64_t other = req > s->direct + s->committed ? req - s->direct - s->committed : 0;
-	char d1[32], d2[32], d3[32];
+	char d1[32], d2[32], d3[32], nb[16];
 	int e, shown = 0;
 
 	bprintf(b, "libgc: pid %d (%s): %llu sync requests (fsync %llu, fdatasync %llu, O_SYNC writes %llu), %llu real syncs",
@@ -228,9 +242,9 @@ static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_
 		bprintf(b, " (%llu out of LIBGC_SCOPE)", (unsigned long long)s->scoped_out);
 	bprintf(b, "; %llu commits; waited %s in all", (unsigned long long)s->commits,
 		dur(d1, sizeof(d1), s->wait_ns));
-	if (gc_hist_total(h[GC_H_WAIT]))
-		bprintf(b, " (p50 %s, p99 %s)", dur(d2, sizeof(d2), gc_hist_pct(h[GC_H_WAIT], 50)),
-			dur(d3, sizeof(d3), gc_hist_pct(h[GC_H_WAIT], 99)));
+	if (gc_hist_total(h->h_wait, GC_HIST_NS))
+		bprintf(b, " (p50 %s, p99 %s)", dur(d2, sizeof(d2), gc_hist_ns_pct(h->h_wait, 50)),
+			dur(d3, sizeof(d3), gc_hist_ns_pct(h->h_wait, 99)));
 	if (s->pass_sync + s->pass_syncfs + s->pass_msync + s->pass_sync_file_range)
 		bprintf(b, "; passed through: sync %llu, syncfs %llu, msync %llu, sync_file_range %llu",
 			(unsigned long long)s->pass_sync, (unsigned long long)s->pass_syncfs,
@@ -241,12 +255,10 @@ static void fmt_human(struct buf *b, int pid, const char *comm, const struct gc_
 		return;
 	}
 	bprintf(b, "; %llu errors:", (unsigned long long)s->errors);
-	for (e = 1; e < GC_ERRNO_SLOTS; e++)
-		if (errs[e]) {
-			bprintf(b, "%s %s %llu", shown++ ? "," : "",
-				e < GC_ERRNO_SLOTS - 1 ? strerrorname_np(e) ?: "?" : "other",
-				(unsigned long long)errs[e]);
-		}
+	for (e = 0; e <= GC_ERRTAB; e++)
+		if (errs->et[e].e_count)
+			bprintf(b, "%s %s %llu", shown++ ? "," : "", err_name(errs, e, nb, sizeof(nb)),
+				(unsigned long long)errs->et[e].e_count);
 	bprintf(b, "\n");
 }
 
@@ -263,11 +275,14 @@ static void fmt_kv(struct buf *b)
 	bprintf(b, "\n");
 }
 
-static void json_hist(struct buf *b, const char *name, const uint64_t *h)
+static void json_hist(struct buf *b, const char *name, const uint64_t *h, unsigned int n,
+		      unsigned int shift)
 {
 	bprintf(b, ",\"%s\":{\"count\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu}", name,
-		(unsigned long long)gc_hist_total(h), (unsigned long long)gc_hist_pct(h, 50),
-		(unsigned long long)gc_hist_pct(h, 90), (unsigned long long)gc_hist_pct(h, 99));
+		(unsigned long long)gc_hist_total(h, n),
+		(unsigned long long)gc_hist_pct(h, n, shift, 50),
+		(unsigned long long)gc_hist_pct(h, n, shift, 90),
+		(unsigned long long)gc_hist_pct(h, n, shift, 99));
 }
 
 /* The call sites, most requests first: one object each. */
@@ -296,11 +311,12 @@ static void json_sites(struct buf *b, const struct gc_site_area *a, const struct
 }
 
 static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_stats *s,
-		     uint64_t (*h)[GC_HIST_BUCKETS], const uint64_t *errs,
+		     const struct gc_hists *h, const struct gc_errtab *errs,
 		     const struct gc_site_area *a, const struct gc_site_ctr *ctr)
 {
 	const uint64_t *v = (const uint64_t *)s;
 	struct timespec ts;
+	char nb[16];
 	size_t k;
 	int e, first = 1;
 
@@ -316,20 +332,14 @@ static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_s
 		bprintf(b, "%s\"%s\":%llu", k ? "," : "", gc_stats_names[k],
 			(unsigned long long)v[k]);
 	bprintf(b, "}");
-	json_hist(b, "wait_ns", h[GC_H_WAIT]);
-	json_hist(b, "commit_ns", h[GC_H_COMMIT]);
-	json_hist(b, "batch", h[GC_H_BATCH]);
+	json_hist(b, "wait_ns", h->h_wait, GC_HIST_NS, GC_HIST_NS_SHIFT);
+	json_hist(b, "commit_ns", h->h_commit, GC_HIST_NS, GC_HIST_NS_SHIFT);
+	json_hist(b, "batch", h->h_batch, GC_HIST_BATCH, 0);
 	bprintf(b, ",\"errno\":{");
-	for (e = 1; e < GC_ERRNO_SLOTS; e++)
-		if (errs[e]) {
-			const char *name = e < GC_ERRNO_SLOTS - 1 ? strerrorname_np(e) : NULL;
-
-			if (name)
-				bprintf(b, "%s\"%s\":%llu", first ? "" : ",", name,
-					(unsigned long long)errs[e]);
-			else
-				bprintf(b, "%s\"%d\":%llu", first ? "" : ",", e,
-					(unsigned long long)errs[e]);
+	for (e = 0; e <= GC_ERRTAB; e++)
+		if (errs->et[e].e_count) {
+			bprintf(b, "%s\"%s\":%llu", first ? "" : ",", err_name(errs, e, nb, sizeof(nb)),
+				(unsigned long long)errs->et[e].e_count);
 			first = 0;
 		}
 	bprintf(b, "},\"sym\":{");
@@ -345,42 +355,55 @@ static void fmt_json(struct buf *b, int pid, const char *comm, const struct gc_s
 	bprintf(b, "]}\n");
 }
 
-/* Writes the report once per process; safe from exit handlers and from
- * _exit (raw system calls, no lock, no allocation). */
+static struct gc_stats rep_s;
+static struct gc_hists rep_h;
+static struct gc_errtab rep_e;
+
+/* Is a report due (LIBGC_REPORT set, and this process synced, or `all`)?
+ * Memory only: the counters are summed into rep_s. */
+static bool report_due(void)
+{
+	const struct gc_stats *s = &rep_s;
+
+	if (!gc_counting || !gc_conf() || !gc_cfg.c_report[0] ||
+	    __atomic_load_n(&rep_done, __ATOMIC_ACQUIRE))
+		return false;
+	gc_stats_sum_all(&rep_s, &rep_h, &rep_e);
+	return gc_cfg.c_report_all || gc_stats_requests(s) || s->pass_sync || s->pass_syncfs ||
+	       s->pass_msync || s->pass_sync_file_range;
+}
+
+/* Writes the report once per process, from report_due()'s sums; safe from
+ * exit handlers and from _exit (raw system calls, no lock, no allocation). */
 static void report(void)
 {
 	static char text[65536];
-	static struct gc_stats s;
 	static struct gc_site_ctr sites[GC_SITE_ROWS];
 	const struct gc_site_area *area = __atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE);
-	static uint64_t hists[GC_H_COUNT][GC_HIST_BUCKETS];
-	static uint64_t errs[GC_ERRNO_SLOTS];
+	const struct gc_stats *sp = &rep_s;
 	struct buf b = { .b = text, .len = sizeof(text) };
 	char comm[32];
-	int fd, pid = (int)syscall(SYS_getpid);
+	int fd, pid;
 
 	if (__atomic_exchange_n(&rep_done, 1, __ATOMIC_ACQ_REL))
 		return;
-	gc_stats_sum_all(&s, hists, errs);
+	pid = (int)syscall(SYS_getpid);
 	/* rows counted before the segment existed stay in private memory */
 	memset(sites, 0, sizeof(sites));
 	gc_sites_sum(gc_sites_private(), sites);
 	if (area != gc_sites_private())
 		gc_sites_sum(area, sites);
-	if (!gc_cfg.c_report_all && !gc_stats_requests(&s) && !s.pass_sync &&
-	    !s.pass_syncfs && !s.pass_msync && !s.pass_sync_file_range)
-		return;
 	comm_of(comm, sizeof(comm));
 	switch (gc_cfg.c_report_fmt) {
 	case GC_REPORT_HUMAN:
-		fmt_human(&b, pid, comm, &s, hists, errs);
+		fmt_human(&b, pid, comm, sp, &rep_h, &rep_e);
 		human_sites(&b, pid, comm, area, sites);
 		break;
 	case GC_REPORT_KV:
 		fmt_kv(&b);
 		break;
 	case GC_REPORT_JSON:
-		fmt_json(&b, pid, comm, &s, hists, errs, area, sites);
+		fmt_json(&b, pid, comm, sp, &rep_h, &rep_e, area, sites);
 		break;
 	}
 	if (!b.n)
@@ -408,31 +431,49 @@ static void report(void)
 	}
 }
 
-void gc_report_exit(void)
+/* The report, the stats segment's removal and the duplicate's close, if
+ * any is due. */
+static void exit_work(void)
 {
 	int saved = errno;
+	bool due = report_due();
 
-	if (gc_cfg.c_report[0])
+	/* nothing of ours: no system call */
+	if (!due && !gc_ps_active() && __atomic_load_n(&rep_fd, __ATOMIC_ACQUIRE) < 0)
+		return;
+	/* a child made without fork's handlers (vfork, _Fork) shares or
+	 * copied its parent's state and only exits */
+	if (!gc_self_exact()) {
+		errno = saved;
+		return;
+	}
+	if (due)
 		report();
 	gc_ps_exit();
 	/* the duplicate is closed only while it is still ours */
 	if (rep_fd >= 0 && stderr_fd() == rep_fd) {
-		syscall(SYS_close, rep_fd);
+		int fd = rep_fd;
+
+		gc_own_drop(&rep_fd);
 		rep_fd = -1;
+		syscall(SYS_close, fd);
 	}
 	errno = saved;
 }
 
+void gc_report_exit(void)
+{
+	exit_work();
+}
+
 /* _exit and _Exit skip exit handlers: dash's `sh -c`, rsync's receiver and
  * many fork children end this way. The report and the segment's removal
- * run here too; a child made without fork's handlers (vfork) shares or
- * copied its parent's state and only exits. */
+ * run here too. */
 GC_EXPORT void _exit(int status)
 {
 	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
 		GC_COUNT(_exit);
-		if (gc_self())
-			gc_report_exit();
+		exit_work();
 	}
 	if (gc_real._exit)
 		gc_real._exit(status);
@@ -444,8 +485,7 @@ GC_EXPORT void _Exit(int status)
 {
 	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
 		GC_COUNT(_Exit);
-		if (gc_self())
-			gc_report_exit();
+		exit_work();
 	}
 	if (gc_real._Exit)
 		gc_real._Exit(status);

@@ -23,21 +23,40 @@ enum gc_sym_id {
 	GC_SYM_COUNT
 };
 
-extern int gc_ready;		/* symbols resolved, configuration read */
+extern int gc_ready;		/* symbols resolved (start-up) */
+extern int gc_configured;	/* LIBGC_* parsed and checked (first use) */
 extern int gc_disabled;		/* LIBGC_DISABLE=1: plain pass-through */
 extern int gc_counting;		/* LIBGC_REPORT set: count calls per symbol */
 extern uint64_t gc_sym_calls[GC_SYM_COUNT];
 
-/* Resolves and configures once; false while that is still in progress on
- * this thread (a recursive early call), which must then use the raw syscall. */
+/* Resolves once; false while that is still in progress on this thread (a
+ * recursive early call), which must then use the raw syscall. */
 bool gc_init_slow(void);
-/* The exit report (report.c): start-up, and exit (report, stats segment). */
-void gc_report_setup(void);
-void gc_report_exit(void);
 static inline bool gc_init(void)
 {
 	return likely(__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) || gc_init_slow();
 }
+/* Parses and checks the LIBGC_* variables once, at the first call that
+ * needs one (bad values: one line each on stderr). false while that is in
+ * progress on this thread (a signal handler): pass the call through. */
+bool gc_conf_slow(void);
+static inline bool gc_conf(void)
+{
+	return likely(__atomic_load_n(&gc_configured, __ATOMIC_ACQUIRE)) || gc_conf_slow();
+}
+/* The exit report (report.c). gc_report_arm keeps a copy of stderr for it
+ * (programs such as cp and dd close fd 2 before exit handlers run): at
+ * the first sync request, or at first use with LIBGC_REPORT=all. */
+extern int gc_report_armed;
+void gc_report_arm(void);
+static inline void gc_report_first(void)
+{
+	if (unlikely(!__atomic_load_n(&gc_report_armed, __ATOMIC_RELAXED)))
+		gc_report_arm();
+}
+/* At exit: the report, and the stats segment's removal. Nothing, and no
+ * system call, when there is neither. */
+void gc_report_exit(void);
 
 #define GC_COUNT(name)                                                              \
 	do {                                                                        \
@@ -81,5 +100,5 @@ void gc_fd_locks_warn(int fd);
 int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx);
 /* Completes a write-like call that returned @n on a descriptor whose entry
  * was @token (gc_fd_token) before the call. */
-ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token);
+ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra);
 #endif

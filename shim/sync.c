@@ -9,29 +9,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/sites.h"
 #include "core/stats.h"
 #include "journal/intent.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
 
-static int sync_common(int fd, bool datasync)
+static int sync_common(int fd, bool datasync, uintptr_t ra)
 {
 	enum gc_origin origin = datasync ? GC_FROM_FDATASYNC : GC_FROM_FSYNC;
-	int saved = errno, r, site;
-	uint64_t t0, ns;
-	bool grouped;
+	int saved = errno, r;
 
 	pthread_testcancel();
-	t0 = gc_now_ns();
 	gc_depth++;
-	site = gc_site_begin(&grouped);
-	r = grouped ? gc_sync(fd, datasync, origin, t0)
-		    : gc_sync_scoped_out(fd, datasync, origin);
-	ns = gc_now_ns() - t0;
-	gc_stats_request_end(ns, r);
-	gc_site_end(site, ns, !grouped);
+	gc_report_first();
+	r = gc_request(fd, datasync, origin, ra);
 	gc_depth--;
 	if (r < 0) {
 		errno = -r;
@@ -66,9 +57,9 @@ GC_EXPORT int fsync(int fd)
 	/* Disabled, nested, or a signal handler that interrupted the library:
 	 * the kernel's own answer, as bare. No error of the file is held
 	 * anywhere else (DESIGN rule 8), so there is nothing to add to it. */
-	if (gc_disabled || gc_depth)
+	if (gc_disabled || gc_depth || !gc_conf())
 		return gc_real.fsync(fd);
-	return sync_common(fd, false);
+	return sync_common(fd, false, (uintptr_t)__builtin_return_address(0));
 }
 
 GC_EXPORT int fdatasync(int fd)
@@ -79,9 +70,9 @@ GC_EXPORT int fdatasync(int fd)
 	if (unlikely(gc_intent_on) && gc_depth)
 		return nested_intent(fd, true);
 	/* as fsync's */
-	if (gc_disabled || gc_depth)
+	if (gc_disabled || gc_depth || !gc_conf())
 		return gc_real.fdatasync(fd);
-	return sync_common(fd, true);
+	return sync_common(fd, true, (uintptr_t)__builtin_return_address(0));
 }
 
 GC_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)

@@ -1,7 +1,11 @@
 /* gcstat: a live view of every process under libgc (their stats segments,
  * core/procstats.h) and, when gcd's stats file is fresh, of each disk
  * (core/blkstats.h). A terminal gets a redrawn screen; a pipe a scrolling
- * table; --json one snapshot. Segments of dead processes are removed. */
+ * table; --json one snapshot. Segments of dead processes are removed. The
+ * directory is everyone's: only regular files owned by the uid their name
+ * carries are read, without blocking or following links. A process that
+ * ends between two samples is shown once more, from its last counts (its
+ * segment stays mapped here after its name goes). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +29,9 @@
 
 struct proc {
 	char name[256];
+	struct gc_ps_map map;	/* kept across samples */
 	struct gc_ps_snap now, prev;
-	int have_prev, seen;
+	int have_prev, seen, exited;
 };
 
 static struct proc procs[MAXP];
@@ -51,7 +56,9 @@ static void usage(FILE *f)
 		"  -i, --interval S    seconds between samples (default 1; 0 with --json: totals only)\n"
 		"  -n, --count N       stop after N samples\n"
 		"  -j, --json          one JSON snapshot (rates over one interval) and exit\n"
-		"  -s, --sites         with -p: the process's call sites (totals) and exit\n"
+		"  -s, --sites         with -p: the process's call sites (totals) and exit; a\n"
+		"                      process not recording them is asked to, from its next\n"
+		"                      sync request, and its sites are shown after -i seconds\n"
 		"  -h, --help          this text\n"
 		"Columns: requests/s, real syncs/s, mean batch (requests per real sync), time a\n"
 		"request waited in the library and a commit took (p50/p99 over the interval),\n"
@@ -62,11 +69,11 @@ static void usage(FILE *f)
 		GC_BLK_PATH);
 }
 
-/* A segment whose process is gone (or whose pid now names another process)
- * is removed; only segments of our pid namespace can be judged. */
-static bool stale(int32_t pid, uint64_t pidns, const char *path)
+/* A segment whose process is gone (or whose pid now names another process,
+ * @snap when known) is removed; only segments of our pid namespace can be
+ * judged, and only a regular file owned by the uid in its name is one. */
+static bool stale(int32_t pid, uint64_t pidns, const struct gc_ps_snap *snap)
 {
-	struct gc_ps_snap s;
 	uint64_t st;
 
 	if (pidns != gc_ps_pidns())
@@ -74,29 +81,50 @@ static bool stale(int32_t pid, uint64_t pidns, const char *path)
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return true;
 	st = gc_ps_starttime(pid);
-	if (gc_ps_read(path, &s) == 0 && st && s.sn_starttime && s.sn_starttime != st)
-		return true;
-	return false;
+	return snap && st && snap->sn_starttime && snap->sn_starttime != st;
 }
 
-static struct proc *find(const char *name)
+static void prune_one(const char *dir, const char *name, uint32_t uid)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid &&
+	    unlink(path) == 0)
+		pruned++;
+}
+
+static struct proc *find(const char *name, bool add)
 {
 	int i;
 
 	for (i = 0; i < nprocs; i++)
 		if (!strcmp(procs[i].name, name))
 			return &procs[i];
-	if (nprocs == MAXP)
+	if (!add || nprocs == MAXP)
 		return NULL;
 	memset(&procs[nprocs], 0, sizeof(procs[0]));
 	snprintf(procs[nprocs].name, sizeof(procs[0].name), "%s", name);
 	return &procs[nprocs++];
 }
 
+/* A new sample of @p from its mapping. */
+static void sample(struct proc *p, const struct gc_ps_snap *snap)
+{
+	if (p->now.sn_pid && p->now.sn_made_ns != snap->sn_made_ns) {
+		p->have_prev = 0; /* a new image or process of that name */
+	} else if (p->now.sn_pid) {
+		p->prev = p->now;
+		p->have_prev = 1;
+	}
+	p->now = *snap;
+	p->seen = 1;
+}
+
 static void scan(void)
 {
 	const char *dir = gc_ps_dir();
-	char path[4096];
 	struct dirent *de;
 	uint32_t uid;
 	uint64_t pidns;
@@ -104,45 +132,78 @@ static void scan(void)
 	DIR *d;
 	int i, j;
 
-	for (i = 0; i < nprocs; i++)
+	/* processes shown as ended last time are gone for good */
+	for (i = j = 0; i < nprocs; i++) {
+		if (procs[i].exited) {
+			gc_ps_close(&procs[i].map);
+			continue;
+		}
 		procs[i].seen = 0;
+		procs[j++] = procs[i];
+	}
+	nprocs = j;
 	prev_scan_ns = scan_ns;
 	scan_ns = gc_now_ns();
 	d = opendir(dir);
 	if (d) {
 		while ((de = readdir(d))) {
-			struct proc *p;
 			struct gc_ps_snap snap;
+			struct proc *p;
+			bool have;
 
 			if (!gc_ps_parse_name(de->d_name, &uid, &pidns, &pid))
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			if (stale(pid, pidns, path)) {
-				if (unlink(path) == 0)
-					pruned++;
+			if (opt_pid && pid != opt_pid && !stale(pid, pidns, NULL))
+				continue;
+			p = find(de->d_name, false);
+			if (p && p->map.pm_ino != (uint64_t)de->d_ino) {
+				/* another file under the name: a new image or process */
+				gc_ps_close(&p->map);
+				if (gc_ps_open(dir, de->d_name, &p->map) < 0)
+					memset(&p->map, 0, sizeof(p->map));
+			}
+			have = p && p->map.pm_seg && gc_ps_snap(&p->map, &snap) == 0;
+			if (!have && !p) {
+				struct gc_ps_map m;
+
+				if (gc_ps_open(dir, de->d_name, &m) == 0) {
+					if (gc_ps_snap(&m, &snap) == 0 && (p = find(de->d_name, true))) {
+						p->map = m;
+						have = true;
+					} else {
+						gc_ps_close(&m);
+					}
+				}
+			}
+			if (stale(pid, pidns, have ? &snap : NULL)) {
+				prune_one(dir, de->d_name, uid);
+				if (p)
+					p->seen = 0;
 				continue;
 			}
-			if (opt_pid && pid != opt_pid)
-				continue;
-			if (gc_ps_read(path, &snap) < 0 || snap.sn_pid != pid)
-				continue;
-			p = find(de->d_name);
-			if (!p)
-				continue;
-			if (p->seen || (p->now.sn_pid && p->now.sn_made_ns != snap.sn_made_ns)) {
-				p->have_prev = 0; /* a new image or process of that name */
-			} else if (p->now.sn_pid) {
-				p->prev = p->now;
-				p->have_prev = 1;
-			}
-			p->now = snap;
-			p->seen = 1;
+			if (have && (!opt_pid || pid == opt_pid))
+				sample(p, &snap);
 		}
 		closedir(d);
 	}
-	for (i = j = 0; i < nprocs; i++)
+	/* A process seen last time whose segment went meanwhile ended: its
+	 * mapping still holds its last counts; shown once more. */
+	for (i = 0; i < nprocs; i++) {
+		struct gc_ps_snap snap;
+
+		if (procs[i].seen || !procs[i].map.pm_seg)
+			continue;
+		if (gc_ps_snap(&procs[i].map, &snap) == 0 && snap.sn_pid == procs[i].now.sn_pid) {
+			sample(&procs[i], &snap);
+			procs[i].exited = 1;
+		}
+	}
+	for (i = j = 0; i < nprocs; i++) {
 		if (procs[i].seen)
 			procs[j++] = procs[i];
+		else
+			gc_ps_close(&procs[i].map);
+	}
 	nprocs = j;
 }
 
@@ -208,8 +269,8 @@ static void print_sites(const struct proc *p, const struct gc_ps_sites *ss)
 static int show_sites(void)
 {
 	static struct gc_ps_sites ss;
-	char path[4096];
-	int r;
+	struct gc_ps_map m;
+	int r, tries;
 
 	scan();
 	if (!nprocs) {
@@ -217,10 +278,44 @@ static int show_sites(void)
 			gc_ps_dir());
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s", gc_ps_dir(), procs[0].name);
-	r = gc_ps_read_sites(path, &ss);
+	r = gc_ps_snap_sites(&procs[0].map, &ss);
+	if (r == -ENOENT) {
+		/* Not recording them: asked to from its next sync request on,
+		 * then given one interval to make some. */
+		r = gc_ps_ask_sites(gc_ps_dir(), procs[0].name);
+		if (r < 0) {
+			fprintf(stderr, "gcstat: cannot ask pid %d for call sites: %s\n", opt_pid,
+				strerror(-r));
+			return 1;
+		}
+		for (tries = 0, r = -ENOENT; tries < 20 && r == -ENOENT; tries++) {
+			struct timespec d = { 0, 100 * 1000 * 1000 };
+
+			nanosleep(&d, NULL);
+			if (gc_ps_open(gc_ps_dir(), procs[0].name, &m) < 0)
+				break;
+			r = gc_ps_snap_sites(&m, &ss);
+			gc_ps_close(&m);
+		}
+		if (r == 0) {
+			struct timespec d = { (time_t)opt_interval,
+					      (long)((opt_interval - (time_t)opt_interval) * 1e9) };
+
+			nanosleep(&d, NULL);
+			r = gc_ps_open(gc_ps_dir(), procs[0].name, &m);
+			if (r == 0) {
+				r = gc_ps_snap_sites(&m, &ss);
+				gc_ps_close(&m);
+			}
+		} else if (r == -ENOENT) {
+			fprintf(stderr, "gcstat: pid %d records call sites from its next sync request on; none yet\n",
+				opt_pid);
+			memset(&ss, 0, sizeof(ss));
+			r = 0;
+		}
+	}
 	if (r < 0) {
-		fprintf(stderr, "gcstat: %s: %s\n", path, strerror(-r));
+		fprintf(stderr, "gcstat: %s/%s: %s\n", gc_ps_dir(), procs[0].name, strerror(-r));
 		return 1;
 	}
 	print_sites(&procs[0], &ss);
@@ -238,10 +333,10 @@ static bool read_blk(struct gc_blk_stats *out)
 	int fd, tries;
 	bool ok = false;
 
-	fd = open(path && *path ? path : GC_BLK_PATH, O_RDONLY | O_CLOEXEC);
+	fd = open(path && *path ? path : GC_BLK_PATH, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*m)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(*m)) {
 		close(fd);
 		return false;
 	}
@@ -284,14 +379,14 @@ static void delta_hist(const uint64_t *a, const uint64_t *b, uint64_t *out)
 {
 	int i;
 
-	for (i = 0; i < GC_HIST_BUCKETS; i++)
+	for (i = 0; i < GC_HIST_NS; i++)
 		out[i] = b && b[i] <= a[i] ? a[i] - b[i] : a[i];
 }
 
 static void make_row(const struct proc *p, struct row *r)
 {
 	const struct gc_stats *a = &p->now.sn_s, *b = p->have_prev ? &p->prev.sn_s : NULL;
-	uint64_t h[GC_HIST_BUCKETS], req, real;
+	uint64_t h[GC_HIST_NS], req, real;
 
 	memset(r, 0, sizeof(*r));
 	r->p = p;
@@ -310,12 +405,12 @@ static void make_row(const struct proc *p, struct row *r)
 		r->errors = a->errors - b->errors;
 	}
 	r->batch = real ? (double)req / (double)real : 0;
-	delta_hist(p->now.sn_hist[GC_H_WAIT], b ? p->prev.sn_hist[GC_H_WAIT] : NULL, h);
-	r->wait50 = gc_hist_pct(h, 50);
-	r->wait99 = gc_hist_pct(h, 99);
-	delta_hist(p->now.sn_hist[GC_H_COMMIT], b ? p->prev.sn_hist[GC_H_COMMIT] : NULL, h);
-	r->com50 = gc_hist_pct(h, 50);
-	r->com99 = gc_hist_pct(h, 99);
+	delta_hist(p->now.sn_h.h_wait, b ? p->prev.sn_h.h_wait : NULL, h);
+	r->wait50 = gc_hist_ns_pct(h, 50);
+	r->wait99 = gc_hist_ns_pct(h, 99);
+	delta_hist(p->now.sn_h.h_commit, b ? p->prev.sn_h.h_commit : NULL, h);
+	r->com50 = gc_hist_ns_pct(h, 50);
+	r->com99 = gc_hist_ns_pct(h, 99);
 }
 
 static const char *lat(char *buf, size_t len, uint64_t ns)
@@ -342,15 +437,23 @@ static void print_table(FILE *f, const struct gc_blk_stats *blk, bool have_blk)
 		"REQ/s", "REAL/s", "BATCH", "WAIT50", "WAIT99", "COMM50", "COMM99", "MB/s", "THR%",
 		"ERR");
 	for (k = 0; k < nprocs; k++) {
+		char cmd[24];
+
 		make_row(&procs[k], &r);
+		snprintf(cmd, sizeof(cmd), "%.*s%s", r.p->exited ? 14 : 16, r.p->now.sn_comm,
+			 r.p->exited ? " *" : "");
 		fprintf(f, "%7d %-16.16s %9.1f %9.1f %6.2f %7s %7s %7s %7s %7.2f %5.1f %6" PRIu64
-			"\n", (int)r.p->now.sn_pid, r.p->now.sn_comm, r.req_s, r.real_s, r.batch,
+			"\n", (int)r.p->now.sn_pid, cmd, r.req_s, r.real_s, r.batch,
 			lat(a, sizeof(a), r.wait50), lat(b, sizeof(b), r.wait99),
 			lat(c, sizeof(c), r.com50), lat(d, sizeof(d), r.com99), r.mb_s, r.thr_pct,
 			r.errors);
 	}
 	if (!nprocs)
 		fprintf(f, "        (no process under libgc%s)\n", opt_pid ? " with that pid" : "");
+	for (k = 0; k < nprocs && !procs[k].exited; k++)
+		;
+	if (k < nprocs)
+		fprintf(f, "        (* ended during the interval: its last counts)\n");
 	if (!have_blk)
 		return;
 	fprintf(f, "\n%-10s %7s %7s %7s %7s %7s %7s %8s %8s\n", "DISK", "FLUSH50", "FLUSH99",
@@ -406,8 +509,8 @@ static void print_json(const struct gc_blk_stats *blk, bool have_blk)
 		const uint64_t *v = (const uint64_t *)s;
 
 		make_row(&procs[k], &r);
-		printf("%s{\"pid\":%d,\"uid\":%u,\"comm\":", k ? "," : "", (int)r.p->now.sn_pid,
-		       r.p->now.sn_uid);
+		printf("%s{\"pid\":%d,\"uid\":%u,\"exited\":%s,\"comm\":", k ? "," : "",
+		       (int)r.p->now.sn_pid, r.p->now.sn_uid, r.p->exited ? "true" : "false");
 		json_str(r.p->now.sn_comm);
 		printf(",\"cmd\":");
 		json_str(r.p->now.sn_cmd);

@@ -1,11 +1,11 @@
 # The tools: gcstat (live view of the stats segments and gcd's file) and
 # gcrun (launcher). Plain C, built by plain `make`.
-TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o $(B)/core/busguard.o
+TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o $(B)/core/busguard.o $(B)/core/sys.o
 
 $(B)/gcstat: tools/gcstat.c $(TOOLS_CORE)
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(TOOLS_CORE)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(TOOLS_CORE) -lpthread
 
 ALL_BINS += $(B)/gcstat
 TEST_SUITES += tests/tools/gcstat.sh

@@ -11,7 +11,7 @@ LIB=$PWD/$B/libgc.so
 REPORTER=$B/tests/e2e/progs/reporter
 SITEPROG=$B/tests/e2e/progs/siteprog
 n=0
-echo "1..10"
+echo "1..15"
 
 tmp=$(mktemp -d /var/tmp/gcstat-test.XXXXXX)
 export LIBGC_STATS_DIR=$tmp/shm
@@ -110,7 +110,7 @@ holder_pid=
 # Call sites: 2 threads make 15 fsyncs each through libsite.so's
 # site_flush_log, 2 others 15 each from the program's local_flush.
 mkfifo "$tmp/hold2"
-LD_PRELOAD=$LIB "$SITEPROG" "$tmp" 15 mix threads=2 hold <"$tmp/hold2" >"$tmp/out2" 2>&1 &
+LIBGC_SITES=1 LD_PRELOAD=$LIB "$SITEPROG" "$tmp" 15 mix threads=2 hold <"$tmp/hold2" >"$tmp/out2" 2>&1 &
 site_pid=$!
 exec 5>"$tmp/hold2"
 for _ in $(seq 100); do grep -q done "$tmp/out2" && break; sleep 0.05; done
@@ -132,3 +132,96 @@ fi
 exec 5>&-
 wait "$site_pid"
 site_pid=
+
+# A process that records no call sites (the default) is asked to by
+# --sites, and shows them from its next requests on: libunwind is loaded
+# then, not before.
+LD_PRELOAD=$LIB "$SITEPROG" "$tmp" 150 lib threads=1 pace=10 >"$tmp/out3" 2>&1 &
+site_pid=$!
+for _ in $(seq 100); do ls "$LIBGC_STATS_DIR" | grep -q -- "-$site_pid\$" && break; sleep 0.02; done
+before=$(grep -c libunwind "/proc/$site_pid/maps" 2>/dev/null)
+sites=$($GCSTAT -p "$site_pid" --sites -i 0.5 2>&1)
+after=$(grep -c libunwind "/proc/$site_pid/maps" 2>/dev/null)
+nreq=$(grep -E ' site_flush_log \(libsite\.so\+0x' <<<"$sites" | awk '{print $1}')
+if [ "$before" = 0 ] && [ "${after:-0}" -ge 1 ] && [ "${nreq:-0}" -ge 10 ]; then
+	ok "--sites asks a process that records none: $nreq requests of site_flush_log shown; libunwind loaded then"
+else
+	not_ok "--sites asks a process that records none" "before=$before after=$after" "$sites"
+fi
+kill "$site_pid" 2>/dev/null; wait "$site_pid" 2>/dev/null
+site_pid=
+
+# The directory is everyone's: a FIFO under a segment's name must not stop
+# gcstat in open, a symlink is not followed, and a file not owned by the
+# uid its name carries is not shown (here another user's, named as ours).
+sleep 30 & live=$!
+ns=$(stat -L -c %i /proc/self/ns/pid)
+mkfifo "$LIBGC_STATS_DIR/libgc.stats-$(id -u)-$ns-$live"
+json=$(timeout 10 $GCSTAT --json -i 0); rc=$?
+if [ $rc = 0 ] && ! grep -q "\"pid\":$live," <<<"$json"; then
+	ok "a FIFO named as a segment: gcstat does not block, and does not show it"
+else
+	not_ok "a FIFO named as a segment" "rc=$rc" "$json"
+fi
+rm -f "$LIBGC_STATS_DIR/libgc.stats-$(id -u)-$ns-$live"
+ln -s /etc/passwd "$LIBGC_STATS_DIR/libgc.stats-$(id -u)-$ns-$live"
+json=$(timeout 10 $GCSTAT --json -i 0); rc=$?
+[ $rc = 0 ] && ! grep -q "\"pid\":$live," <<<"$json" &&
+	ok "a symlink named as a segment is not followed" || not_ok "a symlink named as a segment" "rc=$rc" "$json"
+rm -f "$LIBGC_STATS_DIR/libgc.stats-$(id -u)-$ns-$live"
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	# a real segment, copied under the name of a live process of ours,
+	# but owned by nobody
+	LIBGC_SITES=0 LD_PRELOAD=$LIB "$REPORTER" "$tmp" 3 exit hold <"$tmp/hold" >"$tmp/out4" 2>&1 &
+	src_pid=$!
+	exec 4>"$tmp/hold"
+	for _ in $(seq 100); do grep -q done "$tmp/out4" && break; sleep 0.05; done
+	src=$(ls "$LIBGC_STATS_DIR" | grep -- "-$src_pid\$")
+	forged=libgc.stats-0-$ns-$live
+	cp "$LIBGC_STATS_DIR/$src" "$LIBGC_STATS_DIR/$forged"
+	# the copy names the process it was made by; make it name $live
+	python3 - "$LIBGC_STATS_DIR/$forged" "$live" <<'PY' 2>/dev/null
+import struct, sys
+p, pid = sys.argv[1], int(sys.argv[2])
+start = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19])
+with open(p, "r+b") as f:
+    # ps_pid at 24, ps_starttime at 40 (core/procstats.h)
+    f.seek(24); f.write(struct.pack("<i", pid))
+    f.seek(40); f.write(struct.pack("<Q", start))
+PY
+	json=$(timeout 10 $GCSTAT --json -i 0)
+	shown_root=$(grep -c "\"pid\":$live," <<<"$json")
+	chown nobody "$LIBGC_STATS_DIR/$forged"
+	json=$(timeout 10 $GCSTAT --json -i 0)
+	if [ "$shown_root" = 1 ] && ! grep -q "\"pid\":$live," <<<"$json"; then
+		ok "a segment owned by another uid than its name's is not shown (the same file owned by root is)"
+	else
+		not_ok "a segment owned by another uid than its name's" "shown while root's: $shown_root" "$json"
+	fi
+	rm -f "$LIBGC_STATS_DIR/$forged"
+	exec 4>&-
+	wait "$src_pid"
+else
+	ok "a segment owned by another uid # SKIP needs root and a user nobody"
+fi
+kill "$live" 2>/dev/null; wait "$live" 2>/dev/null
+
+# A process that ends during --json's interval is shown, from its last
+# counts, marked as exited.
+LD_PRELOAD=$LIB "$REPORTER" "$tmp" 12 exit threads=1 hold <"$tmp/hold" >"$tmp/out5" 2>&1 &
+end_pid=$!
+exec 4>"$tmp/hold"
+for _ in $(seq 100); do grep -q done "$tmp/out5" && break; sleep 0.05; done
+$GCSTAT --json -i 1 -p "$end_pid" >"$tmp/json5" 4>&- &
+gs=$!
+sleep 0.3
+exec 4>&-
+wait "$end_pid"
+wait "$gs"
+json=$(cat "$tmp/json5")
+if grep -q "\"pid\":$end_pid,\"uid\":[0-9]*,\"exited\":true" <<<"$json" &&
+	grep -q '"requests":12,' <<<"$json"; then
+	ok "a process that exited during the interval: shown, exited, with its 12 requests"
+else
+	not_ok "a process that exited during the interval" "$json"
+fi

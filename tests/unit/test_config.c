@@ -110,7 +110,7 @@ Test(config, defaults)
 	cr_expect(c.c_policy.pc_device, "the device decides where it is known");
 	cr_expect_eq(c.c_dirty.dc_mode, GC_DIRTY_AUTO, "the dirty limiter is on");
 	cr_expect_eq(c.c_dirty.dc_target_ns, 100 * MS);
-	cr_expect(c.c_sites, "call sites are on by default");
+	cr_expect_eq(c.c_sites, GC_SITES_AUTO, "call sites when something asks for them");
 	cr_expect_eq(c.c_scope_n, 0, "no scope: everything may be grouped");
 	cr_expect_not(c.c_scope_bad);
 	expect_default_config(&c, "empty environment");
@@ -127,7 +127,7 @@ Test(config, scope_items)
 	set(&h, "LIBGC_SITES", "0");
 	cr_expect_eq(parse(&h, &c), 0);
 	cr_expect_eq(h.nwarn, 0);
-	cr_expect_not(c.c_sites);
+	cr_expect_eq(c.c_sites, GC_SITES_OFF);
 	cr_assert_eq(c.c_scope_n, 2);
 	cr_expect_not(c.c_scope_bad);
 	cr_expect_eq(c.c_scope[0].si_kind, GC_SCOPE_LIB);
@@ -396,9 +396,9 @@ ParameterizedTestParameters(config, bad_values)
 		{ "LIBGC_REPORT", "-", "1|absolute path" },
 		{ "LIBGC_REPORT", "2", "1|absolute path" },
 		{ "LIBGC_REPORT", "yes", "1|absolute path" },
-		{ "LIBGC_SITES", "2", "0|1" },
-		{ "LIBGC_SITES", "on", "0|1" },
-		{ "LIBGC_SITES", "", "0|1" },
+		{ "LIBGC_SITES", "2", "auto|0|1" },
+		{ "LIBGC_SITES", "on", "auto|0|1" },
+		{ "LIBGC_SITES", "", "auto|0|1" },
 	};
 
 	return cr_make_param_array(struct bad_case, cases, ARRAY_LEN(cases));

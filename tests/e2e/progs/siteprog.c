@@ -4,10 +4,12 @@
  * descriptor in libsite.so's site_write_sync; mode many fsyncs N times from
  * each of MANY_SITES places in many_sites, more than a process's table
  * holds. Each thread has its own file.
- *   siteprog DIR N lib|mix|osync|many [threads=T] [hold]
+ *   siteprog DIR N lib|mix|osync|many [threads=T] [pace=MS] [hold]
  * N requests per thread; prints "siteprog: pid=P done lib=A local=B", and
  * with libmcount.so preloaded "mallocs=M": allocations made on the worker
- * threads during their sync loops (the loops themselves make none). */
+ * threads during their sync loops (the loops themselves make none). Then
+ * each worker first makes one request from warm_up, outside the count:
+ * loading libunwind, and a thread's first trace, allocate once. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,7 +22,7 @@ int site_flush_log(int fd);
 int site_write_sync(int fd, const void *buf, size_t n);
 
 static const char *dir;
-static int per, osync;
+static int per, osync, pace_ms;
 static int local_calls;
 static unsigned long (*mcount)(void);
 static unsigned long mallocs;
@@ -59,6 +61,20 @@ __attribute__((noinline)) static int many_sites(int fd, int k)
 
 static int many;
 
+__attribute__((noinline)) static void warm_up(long id)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/siteprog.warm.%ld", dir, id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "w", 1) != 1 || fsync(fd)) {
+		perror("warm_up");
+		exit(2);
+	}
+	close(fd);
+}
+
 struct job {
 	long id;
 	int lib;
@@ -76,6 +92,8 @@ static void *worker(void *arg)
 		perror("open");
 		exit(2);
 	}
+	if (mcount)
+		warm_up(j->id);
 	unsigned long m0 = mcount ? mcount() : 0;
 
 	for (i = 0; i < per; i++) {
@@ -94,6 +112,8 @@ static void *worker(void *arg)
 			perror("sync");
 			exit(2);
 		}
+		if (pace_ms)
+			usleep((useconds_t)pace_ms * 1000);
 	}
 	if (mcount)
 		__atomic_fetch_add(&mallocs, mcount() - m0, __ATOMIC_RELAXED);
@@ -120,6 +140,8 @@ int main(int argc, char **argv)
 			threads = atoi(argv[i] + 8);
 		else if (!strcmp(argv[i], "hold"))
 			hold = 1;
+		else if (!strncmp(argv[i], "pace=", 5))
+			pace_ms = atoi(argv[i] + 5);
 	}
 	mcount = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "mcount_thread");
 	n = mix ? 2 * threads : threads;

@@ -132,6 +132,7 @@ int main(int argc, char **argv)
 	CHECK(write(t, "dup", 3));
 	CHECK(close(t));
 	CHECK(close_range(200, 201, 0));
+	closefrom(4000);
 	CHECK(close(fd4));
 
 	/* Data moved by the kernel into the O_DSYNC file. */
@@ -151,6 +152,9 @@ int main(int argc, char **argv)
 		CHECK(write(p[1], "q", 1));
 		oout = 65;
 		CHECK(splice(p[0], NULL, fsyncfd, &oout, 1, 0));
+		close(p[0]);
+		close(p[1]);
+		CHECK(pipe2(p, O_CLOEXEC));
 		close(p[0]);
 		close(p[1]);
 		CHECK(close(src));
