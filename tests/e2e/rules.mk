@@ -104,6 +104,8 @@ $(E2E_DOMAIN_SUITES): $(E2E)/test_%: tests/e2e/test_%.c tests/e2e/e2e.c tests/e2
 
 # The report suite runs the example workload.
 $(E2E)/test_report: | $(LIB) $(B)/examples/fsync_storm
+# The start-up suite compares the library with an empty preloaded object.
+$(E2E)/test_startup: | $(LIB) $(B)/bench/empty.so
 
 e2e: $(E2E_SUITES) $(LIB)
 	$(Q)bash tests/run.sh $(E2E_SUITES)

@@ -1,0 +1,197 @@
+/* nosync DIR [WORD]...: what a process does that loads the library and,
+ * unless told, never syncs: buffered writes to /dev/null (60 KB, under the
+ * dirty limiter's first look at a descriptor) and to a file, reads, a
+ * pipe, dup2, a fork whose child ends with _exit, and a spawn of true(1).
+ * Then, in the order given:
+ *   stream      write 1 MB more to /dev/null, as dd would
+ *   sync        write and fsync DIR/synced (the library sets itself up)
+ *   syncs=N     N more fsyncs of it (the direct path, N requests)
+ *   clearenv    clear the environment (before any sync: the library keeps
+ *               the variables it started with)
+ *   fds         print "fds=0,1,2,...": the descriptors open now
+ *   maps        print "unwind=0|1": is libunwind mapped
+ *   closehigh   close 256-319, none of them opened: print "close_ebadf=N"
+ *   dup2high    (after sync) dup2 DIR/synced onto 256-263 and fsync 20
+ *               times through them: print "dup2_ok=N stray=B", B the bytes
+ *               in the file beyond those written to it
+ *   closefrom   closefrom(3), then DIR/synced again, written and synced
+ *               5 times
+ *   die         end with SIGKILL (no exit handler, no _exit)
+ * Prints "nosync: done" last (before die). Exit 0 when every call did
+ * what it should. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int bad;
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "nosync: %s: %s\n", what, strerror(errno));
+	bad++;
+}
+
+static void work(const char *dir)
+{
+	char buf[4096], path[4096];
+	int fd, p[2], i, st;
+	pid_t pid;
+
+	memset(buf, 'n', sizeof(buf));
+	fd = open("/dev/null", O_WRONLY);
+	if (fd < 0)
+		fail("open /dev/null");
+	for (i = 0; fd >= 0 && i < 15; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			fail("write /dev/null");
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "%s/nosync.dat", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, buf, 100) != 100 || pread(fd, buf, 100, 0) != 100)
+		fail("a file");
+	if (fd >= 0 && dup2(fd, 100) != 100)
+		fail("dup2");
+	close(100);
+	if (fd >= 0)
+		close(fd);
+	if (pipe(p) || write(p[1], "x", 1) != 1 || read(p[0], buf, 1) != 1)
+		fail("pipe");
+	close(p[0]);
+	close(p[1]);
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || st)
+		fail("fork");
+	{
+		char *const av[] = { "true", NULL };
+
+		if (posix_spawnp(&pid, "true", NULL, NULL, av, environ) ||
+		    waitpid(pid, &st, 0) != pid || st)
+			fail("spawn");
+	}
+}
+
+static void print_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int fds[1024], n = 0, i, j, t, me = d ? dirfd(d) : -1;
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && n < 1024)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != me)
+			fds[n++] = atoi(e->d_name);
+	if (d)
+		closedir(d);
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && fds[j - 1] > fds[j]; j--)
+			t = fds[j], fds[j] = fds[j - 1], fds[j - 1] = t;
+	printf("fds=");
+	for (i = 0; i < n; i++)
+		printf("%s%d", i ? "," : "", fds[i]);
+	printf("\n");
+}
+
+static void print_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, "libunwind") != NULL;
+	if (f)
+		fclose(f);
+	printf("unwind=%d\n", found);
+}
+
+static long written;
+
+int main(int argc, char **argv)
+{
+	static int synced = -1;
+	char path[4096];
+	int i;
+
+	if (argc < 2)
+		return 2;
+	work(argv[1]);
+	snprintf(path, sizeof(path), "%s/synced", argv[1]);
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "sync") || !strncmp(argv[i], "syncs=", 6)) {
+			long n = argv[i][4] == 's' ? atol(argv[i] + 6) : 1;
+
+			if (synced < 0)
+				synced = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (synced < 0 || write(synced, "s", 1) != 1)
+				fail("synced");
+			else
+				written++;
+			for (long k = 0; synced >= 0 && k < n; k++)
+				if (fsync(synced))
+					fail("fsync");
+		} else if (!strcmp(argv[i], "stream")) {
+			char buf[4096];
+			int fd = open("/dev/null", O_WRONLY);
+
+			memset(buf, 'd', sizeof(buf));
+			for (int k = 0; fd >= 0 && k < 256; k++)
+				if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+					fail("stream");
+			if (fd >= 0)
+				close(fd);
+		} else if (!strcmp(argv[i], "clearenv")) {
+			clearenv();
+		} else if (!strcmp(argv[i], "fds")) {
+			print_fds();
+		} else if (!strcmp(argv[i], "maps")) {
+			print_maps();
+		} else if (!strcmp(argv[i], "closehigh")) {
+			int n = 0;
+
+			for (int fd = 256; fd < 320; fd++)
+				n += close(fd) < 0 && errno == EBADF;
+			printf("close_ebadf=%d\n", n);
+		} else if (!strcmp(argv[i], "dup2high")) {
+			struct stat st;
+			int n = 0;
+
+			for (int fd = 256; fd < 264; fd++)
+				n += synced >= 0 && dup2(synced, fd) == fd;
+			for (int k = 0; k < 20; k++)
+				if (fsync(256 + k % 8))
+					fail("fsync of a dup2 copy");
+			if (fstat(synced, &st))
+				fail("fstat");
+			printf("dup2_ok=%d stray=%ld\n", n, (long)st.st_size - written);
+		} else if (!strcmp(argv[i], "closefrom")) {
+			closefrom(3);
+			synced = open(path, O_WRONLY | O_APPEND);
+			for (int k = 0; k < 5; k++)
+				if (synced < 0 || write(synced, "c", 1) != 1 || fsync(synced))
+					fail("after closefrom");
+				else
+					written++;
+		} else if (!strcmp(argv[i], "die")) {
+			printf("nosync: done\n");
+			fflush(stdout);
+			raise(SIGKILL);
+		} else {
+			fprintf(stderr, "nosync: unknown word %s\n", argv[i]);
+			return 2;
+		}
+	}
+	printf("nosync: done\n");
+	return bad ? 1 : 0;
+}

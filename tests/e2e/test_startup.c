@@ -1,0 +1,432 @@
+/* Invisible until it helps: a process that loads the library and never
+ * syncs sees the same system calls, descriptors and files as under an
+ * empty preload; one that syncs gets no descriptor in its range, a small
+ * stats segment, no libunwind unless call sites are asked for, and one
+ * system call per request on the direct path. Each checked from outside
+ * (strace, /proc, the segment directory), against the program bare or
+ * under an empty preloaded object. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+TestSuite(startup, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
+
+static bool have_strace(void)
+{
+	return access("/usr/bin/strace", X_OK) == 0;
+}
+
+static const char *empty_preload(void)
+{
+	const char *p = e2e_build_path("bench/empty.so");
+
+	cr_assert(access(p, R_OK) == 0, "%s is not built", p);
+	return p;
+}
+
+/* The system calls of @argv and of every process it makes, by name, each
+ * process's on one line in the order the processes appeared, under
+ * LD_PRELOAD=@preload (passed to the traced program only). The loader's
+ * mappings (mmap, mprotect, munmap) are left out: a larger object maps
+ * more segments, and that is symbol binding's work, not the library's. */
+static char *trace_names(const char *preload, const char *const *env, const char *const *argv,
+			 const char *tag)
+{
+	const char *out = e2e_path(tag);
+	char pre[4096], *text, *line, *save = NULL;
+	const char *sargv[32] = { "/usr/bin/strace", "-f", "-qq", "-o", out, "-E", pre };
+	size_t n = 7, len = 0, cap = 1 << 16;
+	struct { int pid; char *names; size_t len; } procs[64];
+	int nprocs = 0;
+	struct e2e_run r;
+	char *res;
+
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
+	for (size_t i = 0; argv[i] && n < 30; i++)
+		sargv[n++] = argv[i];
+	sargv[n] = NULL;
+	e2e_run(&r, PRE_NONE, env, 60, sargv);
+	e2e_expect_ok(&r, tag);
+	e2e_run_free(&r);
+	text = e2e_slurp(out);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[64];
+		int pid, k, i;
+
+		if (sscanf(line, "%d %63[a-z0-9_]", &pid, name) != 2 || strstr(line, "resumed>"))
+			continue;
+		if (!strcmp(name, "mmap") || !strcmp(name, "mprotect") || !strcmp(name, "munmap"))
+			continue;
+		for (k = 0; k < nprocs && procs[k].pid != pid; k++)
+			;
+		if (k == nprocs) {
+			cr_assert(nprocs < 64);
+			procs[nprocs].pid = pid;
+			procs[nprocs].names = calloc(1, 1 << 16);
+			procs[nprocs].len = 0;
+			nprocs++;
+		}
+		i = snprintf(procs[k].names + procs[k].len, (1 << 16) - procs[k].len, " %s", name);
+		if (i > 0 && procs[k].len + (size_t)i < (1 << 16))
+			procs[k].len += (size_t)i;
+	}
+	res = calloc(1, cap);
+	for (int k = 0; k < nprocs; k++) {
+		len += (size_t)snprintf(res + len, cap - len, "%s\n", procs[k].names);
+		free(procs[k].names);
+	}
+	free(text);
+	return res;
+}
+
+/* A process that never syncs makes the system calls it makes under an
+ * empty preload, and no other: not one of its own before main, at fork,
+ * at exec, or at exit. */
+Test(startup, no_system_call_of_its_own)
+{
+	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), NULL };
+	char *base, *gc;
+
+	if (!have_strace())
+		cr_skip_test("strace is not installed");
+	base = trace_names(empty_preload(), NULL, argv, "strace.empty");
+	gc = trace_names(e2e_libgc(), NULL, argv, "strace.gc");
+	if (strcmp(gc, base)) {
+		size_t i = 0, from;
+
+		while (gc[i] && gc[i] == base[i])
+			i++;
+		from = i > 120 ? i - 120 : 0;
+		cr_expect_str_eq(gc, base,
+				 "the system calls differ at byte %zu: under libgc ...%.240s\nunder an empty preload ...%.240s",
+				 i, gc + from, base + from);
+	}
+	free(base);
+	free(gc);
+}
+
+static char *out_line(const char *out, const char *key)
+{
+	const char *p = strstr(out, key);
+	size_t n;
+
+	if (!p)
+		return strdup("");
+	n = strcspn(p, "\n");
+	return strndup(p, n);
+}
+
+/* The descriptor numbers of a run: the same as bare, plus (for one that
+ * syncs, with call sites and the exit report asked for) only numbers at or
+ * above the floor, 256. */
+Test(startup, descriptors_as_bare)
+{
+	const char *nos[] = { e2e_prog("nosync"), e2e_dir(), "fds", NULL };
+	const char *syn[] = { e2e_prog("nosync"), e2e_dir(), "sync", "fds", NULL };
+	const char *env[] = { "LIBGC_SITES=1", "LIBGC_REPORT=1", NULL };
+	struct e2e_run r;
+	char *bare, *gc, *p;
+
+	e2e_run(&r, PRE_NONE, NULL, 30, nos);
+	e2e_expect_ok(&r, "nosync bare");
+	bare = out_line(r.out, "fds=");
+	e2e_run_free(&r);
+	e2e_run(&r, PRE_GC, NULL, 30, nos);
+	e2e_expect_ok(&r, "nosync under the library");
+	gc = out_line(r.out, "fds=");
+	cr_expect_str_eq(gc, bare, "a process that never syncs: %s, bare %s", gc, bare);
+	free(gc);
+	free(bare);
+	e2e_run_free(&r);
+
+	e2e_run(&r, PRE_NONE, NULL, 30, syn);
+	e2e_expect_ok(&r, "nosync sync bare");
+	bare = out_line(r.out, "fds=");
+	e2e_run_free(&r);
+	e2e_run(&r, PRE_GC, env, 30, syn);
+	e2e_expect_ok(&r, "nosync sync under the library");
+	gc = out_line(r.out, "fds=");
+	/* bare's list, then only numbers of 256 and up */
+	cr_expect(!strncmp(gc, bare, strlen(bare)) &&
+		  (gc[strlen(bare)] == '\0' || gc[strlen(bare)] == ','),
+		  "with call sites and the report: %s, bare %s", gc, bare);
+	for (p = gc + strlen(bare); *p == ','; p = strchr(p + 1, ',') ?: p + strlen(p))
+		cr_expect(atoi(p + 1) >= 256, "descriptor %d of the library's under 256 (%s)",
+			  atoi(p + 1), gc);
+	free(gc);
+	free(bare);
+	e2e_run_free(&r);
+}
+
+/* The program acting on the numbers the library keeps, as if they were
+ * free: close fails with EBADF as bare; dup2 onto them works, and nothing
+ * of the library's (libunwind's pipe, the report's copy of stderr) then
+ * writes into the program's file; closefrom leaves the library working,
+ * and the exit report arrives. */
+Test(startup, programs_descriptor_calls_as_bare)
+{
+	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "sync",	  "closehigh",
+			       "dup2high",	     "closefrom", "fds", NULL };
+	char rep[600];
+	const char *env[] = { "LIBGC_SITES=1", rep, NULL };
+	struct e2e_run r;
+	char *a, *b, *text;
+
+	snprintf(rep, sizeof(rep), "LIBGC_REPORT=%s", e2e_path("report"));
+	e2e_run(&r, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&r, "bare");
+	a = strdup(r.out);
+	e2e_run_free(&r);
+	e2e_run(&r, PRE_GC, env, 30, argv);
+	e2e_expect_ok(&r, "under the library");
+	b = strdup(r.out);
+	cr_expect_eq(e2e_out_long(b, "close_ebadf"), 64, "%s", b);
+	cr_expect_eq(e2e_out_long(b, "dup2_ok"), 8, "%s", b);
+	cr_expect_eq(e2e_out_long(b, "stray"), 0, "bytes of the library's in the program's file: %s",
+		     b);
+	/* the same lines, but for the library's own descriptors, 256 and up,
+	 * in the list of open ones */
+	{
+		char *fa = strstr(a, "fds="), *fb = strstr(b, "fds=");
+		size_t la = fa ? strcspn(fa, "\n") : 0;
+
+		cr_assert(fa && fb, "no fds= line:\n%s\n%s", a, b);
+		cr_expect(!strncmp(fa, fb, la) && (fb[la] == '\n' || fb[la] == ','),
+			  "descriptors under the library: %.*s, bare: %.*s", (int)strcspn(fb, "\n"),
+			  fb, (int)la, fa);
+		for (char *p = fb + la; *p == ','; p = p + 1 + strcspn(p + 1, ",\n"))
+			cr_expect(atoi(p + 1) >= 256, "descriptor %d under 256", atoi(p + 1));
+		*fa = *fb = '\0';
+		cr_expect_str_eq(b, a, "under the library:\n%s\nbare:\n%s", b, a);
+	}
+	text = e2e_slurp(e2e_path("report"));
+	cr_expect(e2e_report_get(text, r.pid, "req_fsync", &(unsigned long long){ 0 }),
+		  "no exit report after closefrom:\n%s", text);
+	free(text);
+	free(a);
+	free(b);
+	e2e_run_free(&r);
+}
+
+static int count_segments(const char *dir, int pid, off_t *size)
+{
+	char suffix[32];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	snprintf(suffix, sizeof(suffix), "-%d", pid);
+	while (d && (e = readdir(d))) {
+		size_t l = strlen(e->d_name), s = strlen(suffix);
+
+		if (strncmp(e->d_name, "libgc.stats-", 12) || l < s ||
+		    (pid && strcmp(e->d_name + l - s, suffix)))
+			continue;
+		if (size) {
+			char p[4096];
+			struct stat st;
+
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			if (stat(p, &st) == 0)
+				*size = st.st_size;
+		}
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A process that never syncs (dd to /dev/null) makes no stats segment, even
+ * killed (no exit handler to remove one); one that syncs makes one of 32 KB
+ * at most. */
+Test(startup, stats_segment_only_for_syncs_and_small)
+{
+	char envdir[300];
+	const char *env[] = { envdir, NULL };
+	const char *die[] = { e2e_prog("nosync"), e2e_dir(), "stream", "die", NULL };
+	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "sync", "die", NULL };
+	const char *dir = e2e_path("shm");
+	struct e2e_run r;
+	off_t size = 0;
+
+	mkdir(dir, 0700);
+	snprintf(envdir, sizeof(envdir), "LIBGC_STATS_DIR=%s", dir);
+	e2e_run(&r, PRE_GC, env, 30, die);
+	cr_expect_eq(r.code, -SIGKILL, "%s", r.err);
+	cr_expect_eq(count_segments(dir, 0, NULL), 0,
+		     "a process that never synced left a stats segment");
+	e2e_run_free(&r);
+
+	e2e_run(&r, PRE_GC, env, 30, sync_die);
+	cr_expect_eq(r.code, -SIGKILL, "%s", r.err);
+	cr_expect_eq(count_segments(dir, r.pid, &size), 1, "the killed process's segment");
+	cr_expect(size > 0 && size <= 32768, "stats segment of %lld bytes, want at most 32 KB",
+		  (long long)size);
+	e2e_run_free(&r);
+}
+
+/* The segment a killed process left is removed by the next process of the
+ * user that makes one, not only by gcstat. */
+Test(startup, next_process_prunes_a_dead_ones_segment)
+{
+	char envdir[300];
+	const char *env[] = { envdir, NULL };
+	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "sync", "die", NULL };
+	const char *sync[] = { e2e_prog("nosync"), e2e_dir(), "sync", NULL };
+	const char *dir = e2e_path("shm");
+	struct e2e_run r;
+	int dead;
+
+	mkdir(dir, 0700);
+	snprintf(envdir, sizeof(envdir), "LIBGC_STATS_DIR=%s", dir);
+	e2e_run(&r, PRE_GC, env, 30, sync_die);
+	dead = r.pid;
+	e2e_run_free(&r);
+	cr_assert_eq(count_segments(dir, dead, NULL), 1, "no segment left by the killed one");
+	e2e_run(&r, PRE_GC, env, 30, sync);
+	e2e_expect_ok(&r, "the next process");
+	e2e_run_free(&r);
+	cr_expect_eq(count_segments(dir, dead, NULL), 0,
+		     "the segment of dead pid %d is still there", dead);
+}
+
+/* libunwind is mapped only when call sites are asked for. */
+Test(startup, libunwind_only_when_asked)
+{
+	static const struct {
+		const char *env;
+		long want;
+	} cases[] = {
+		{ NULL, 0 },
+		{ "LIBGC_SITES=0", 0 },
+		{ "LIBGC_SITES=1", 1 },
+		{ "LIBGC_REPORT=1", 1 },
+		{ "LIBGC_REPORT=json", 1 },
+		{ "LIBGC_REPORT=kv", 0 },
+		{ "LIBGC_SCOPE=lib:libc.so", 1 },
+	};
+	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "sync", "maps", NULL };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *env[] = { cases[i].env, NULL };
+		struct e2e_run r;
+
+		e2e_run(&r, PRE_GC, env, 30, argv);
+		e2e_expect_ok(&r, cases[i].env ? cases[i].env : "defaults");
+		cr_expect_eq(e2e_out_long(r.out, "unwind"), cases[i].want, "%s: %s",
+			     cases[i].env ? cases[i].env : "defaults", r.out);
+		e2e_run_free(&r);
+	}
+}
+
+/* The variables are read at first use, from the environment the process
+ * started with, and still checked: one line for a bad value, none from a
+ * process that never needed them; a program that clears its environment
+ * first keeps them. */
+Test(startup, variables_read_lazily_still_checked)
+{
+	static const char *const bad[] = { "LIBGC_POLICY=bogus", NULL };
+	const char *sync[] = { e2e_prog("nosync"), e2e_dir(), "sync", NULL };
+	const char *trueprog[] = { "/bin/true", NULL };
+	const char *cleared[] = { e2e_prog("nosync"), e2e_dir(), "clearenv", "sync", NULL };
+	char rep[600];
+	const char *env[] = { rep, NULL };
+	struct e2e_run r;
+	const char *p;
+	unsigned long long n;
+	char *text;
+	int lines = 0;
+
+	e2e_run(&r, PRE_GC, bad, 30, sync);
+	e2e_expect_ok(&r, "a bad LIBGC_POLICY");
+	for (p = r.err; (p = strstr(p, "libgc: ignoring LIBGC_POLICY=\"bogus\"")); p++)
+		lines++;
+	cr_expect_eq(lines, 1, "one line for the bad value:\n%s", r.err);
+	e2e_run_free(&r);
+
+	e2e_run(&r, PRE_GC, bad, 30, trueprog);
+	e2e_expect_ok(&r, "true with a bad LIBGC_POLICY");
+	cr_expect_eq(r.err[0], '\0', "a process that needed no variable: %s", r.err);
+	e2e_run_free(&r);
+
+	snprintf(rep, sizeof(rep), "LIBGC_REPORT=%s", e2e_path("report"));
+	e2e_run(&r, PRE_GC, env, 30, cleared);
+	e2e_expect_ok(&r, "clearenv before the first sync");
+	text = e2e_slurp(e2e_path("report"));
+	cr_expect(e2e_report_get(text, r.pid, "req_fsync", &n) && n == 1,
+		  "LIBGC_REPORT lost with the environment:\n%s", text);
+	free(text);
+	e2e_run_free(&r);
+}
+
+/* The system calls of a run, in all, from strace -c's summary. */
+static long trace_count(const char *preload, const char *const *env, const char *const *argv,
+			const char *tag, const char *name)
+{
+	const char *out = e2e_path(tag);
+	char pre[4096], *text, *line, *save = NULL;
+	const char *sargv[32] = { "/usr/bin/strace", "-f", "-c", "-o", out };
+	size_t n = 5;
+	long total = -1;
+	struct e2e_run r;
+
+	if (preload) {
+		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
+		sargv[n++] = "-E";
+		sargv[n++] = pre;
+	}
+	for (size_t i = 0; argv[i] && n < 30; i++)
+		sargv[n++] = argv[i];
+	sargv[n] = NULL;
+	e2e_run(&r, PRE_NONE, env, 60, sargv);
+	e2e_expect_ok(&r, tag);
+	e2e_run_free(&r);
+	text = e2e_slurp(out);
+	/* "100.00    0.001234           1      2345        12 total" */
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char last[64];
+		long calls;
+
+		if (sscanf(line, "%*s %*s %*s %ld %*s %63s", &calls, last) == 2 && !strcmp(last, name))
+			total = calls;
+		else if (sscanf(line, "%*s %*s %*s %ld %63s", &calls, last) == 2 && !strcmp(last, name))
+			total = calls;
+	}
+	free(text);
+	return total;
+}
+
+/* A request served by a direct real call costs that call and no other:
+ * 2000 of them make the system calls they make bare, plus the library's
+ * set-up (a few dozen, once), with no getpid or lock per request. */
+Test(startup, one_system_call_a_direct_request)
+{
+	static const char *const none[] = { "LIBGC_POLICY=none", NULL };
+	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "syncs=2000", NULL };
+	const char *const *envs[] = { none, NULL };
+
+	if (!have_strace())
+		cr_skip_test("strace is not installed");
+	for (int i = 0; i < 2; i++) {
+		const char *what = i ? "default policy" : "LIBGC_POLICY=none";
+		long bare = trace_count(NULL, envs[i], argv, "c.bare", "total");
+		long gc = trace_count(e2e_libgc(), envs[i], argv, "c.gc", "total");
+		long fs = trace_count(e2e_libgc(), envs[i], argv, "c.gc2", "fsync");
+
+		cr_expect(bare > 2000 && gc > 0, "%s: strace -c read nothing (%ld, %ld)", what, bare,
+			  gc);
+		cr_expect_eq(fs, 2000, "%s: %ld real fsyncs for 2000 requests", what, fs);
+		cr_expect(gc - bare < 150, "%s: %ld system calls bare, %ld under the library: %ld more for 2000 requests",
+			  what, bare, gc, gc - bare);
+		cr_log_info("%s: %ld system calls bare, %ld under the library", what, bare, gc);
+	}
+}
