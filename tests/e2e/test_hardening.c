@@ -100,7 +100,7 @@ struct raw_child {
 	char how[16];
 };
 
-static struct raw_child raw_children[] = { { "_Fork" }, { "clone" }, { "sysfork" } };
+static struct raw_child raw_children[] = { { "_Fork" }, { "clone" }, { "sysfork" }, { "vfork" } };
 
 ParameterizedTestParameters(hardening, raw_fork_child)
 {
@@ -109,9 +109,10 @@ ParameterizedTestParameters(hardening, raw_fork_child)
 }
 
 /* _Fork(), clone() without CLONE_VM and the raw fork system call run no
- * atfork handler and leave the parent's thread id cached: the children's
- * requests must still each be covered by a real call, while the parent's
- * threads keep a 50 ms transaction open around them. */
+ * atfork handler and leave the parent's thread id cached; a vfork child
+ * runs in its parent's memory: the children's requests must still each be
+ * covered by a real call, while the parent's threads keep a 50 ms
+ * transaction open around them. */
 ParameterizedTest(struct raw_child *c, hardening, raw_fork_child)
 {
 	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000", NULL };
@@ -127,6 +128,39 @@ ParameterizedTest(struct raw_child *c, hardening, raw_fork_child)
 	e2e_expect_ok(&r, what);
 	expect_covered(&s, 60, false, what);
 	cr_log_info("%s: %s; %zu requests, %zu real calls", what, r.out, s.s_prog, real_syncs(&s));
+	e2e_run_free(&r);
+}
+
+ParameterizedTestParameters(hardening, raw_fork_child_first)
+{
+	return cr_make_param_array(struct raw_child, raw_children,
+				   sizeof(raw_children) / sizeof(raw_children[0]));
+}
+
+/* A vfork child, or a child of the others, makes the process's first
+ * request: what it sets up (in its parent's memory, for vfork) must not
+ * name it as the process, which groups its own requests afterwards. */
+ParameterizedTest(struct raw_child *c, hardening, raw_fork_child_first)
+{
+	char rep[600];
+	const char *env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000", rep, NULL };
+	const char *argv[] = { e2e_prog("rawfork"), "-m", c->how, "-F", "-t", "3", "-k", "1",
+			       "-n", "10", e2e_dir(), NULL };
+	unsigned long long committed = 0;
+	struct spy_summary s;
+	struct e2e_run r;
+	char what[64], *text;
+
+	need_isolation();
+	snprintf(rep, sizeof(rep), "LIBGC_REPORT=%s", e2e_path("first.report"));
+	snprintf(what, sizeof(what), "first request by a child made by %s", c->how);
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, what);
+	e2e_expect_ok(&r, what);
+	expect_covered(&s, 20, false, what);
+	text = e2e_slurp(e2e_path("first.report"));
+	cr_expect(e2e_report_get(text, r.pid, "committed", &committed) && committed >= 1,
+		  "%s: the parent no longer groups (committed=%llu):\n%s", what, committed, text);
+	free(text);
 	e2e_run_free(&r);
 }
 

@@ -1,10 +1,12 @@
-/* rawfork -m _Fork|clone|sysfork [-t THREADS] [-k CHILDREN] [-n COUNT] DIR:
- * the parent's threads (its main thread too) keep syncing files of their own
- * while the main thread makes children the ways that run no atfork handler
- * and leave the parent's thread id in every cache: _Fork(), clone() without
- * CLONE_VM, and the raw fork system call. Each child syncs a file of its own
- * COUNT times with nothing but system-call wrappers, and exits 0 only when
- * every request succeeded. */
+/* rawfork -m _Fork|clone|sysfork|vfork [-F] [-t THREADS] [-k CHILDREN]
+ * [-n COUNT] DIR: the parent's threads (its main thread too) keep syncing
+ * files of their own while the main thread makes children the ways that
+ * run no atfork handler and leave the parent's thread id in every cache:
+ * _Fork(), clone() without CLONE_VM, the raw fork system call, and vfork()
+ * (whose child runs in its parent's memory, as the stopped main thread).
+ * Each child syncs a file of its own COUNT times with nothing but
+ * system-call wrappers, and exits 0 only when every request succeeded.
+ * -F: one child first, before the parent makes any request of its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -78,6 +80,12 @@ static pid_t make_child(const char *how, long k, char *stack, size_t stack_len)
 
 	if (!strcmp(how, "_Fork")) {
 		pid = _Fork();
+	} else if (!strcmp(how, "vfork")) {
+		/* the child runs on this stack: it never returns from here */
+		pid = vfork();
+		if (pid == 0)
+			_exit(child_main((void *)k));
+		return pid;
 	} else if (!strcmp(how, "sysfork")) {
 #ifdef SYS_fork
 		pid = (pid_t)syscall(SYS_fork);
@@ -95,13 +103,14 @@ static pid_t make_child(const char *how, long k, char *stack, size_t stack_len)
 int main(int argc, char **argv)
 {
 	const char *how = "_Fork";
-	int threads = 3, children = 3, c, bad = 0, fd;
+	int threads = 3, children = 3, c, bad = 0, fd, first = 0;
 	size_t stack_len = 1 << 20;
 	char path[4096], *stack;
 	pthread_t *tids;
 
-	while ((c = getopt(argc, argv, "m:t:k:n:")) != -1) {
+	while ((c = getopt(argc, argv, "m:t:k:n:F")) != -1) {
 		switch (c) {
+		case 'F': first = 1; break;
 		case 'm': how = optarg; break;
 		case 't': threads = atoi(optarg); break;
 		case 'k': children = atoi(optarg); break;
@@ -110,7 +119,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1 || (strcmp(how, "_Fork") && strcmp(how, "clone") &&
-				   strcmp(how, "sysfork")))
+				   strcmp(how, "sysfork") && strcmp(how, "vfork")))
 		return 2;
 	dir = argv[optind];
 	alarm(60);
@@ -118,6 +127,16 @@ int main(int argc, char **argv)
 	tids = calloc((size_t)threads, sizeof(*tids));
 	if (!stack || !tids)
 		return 1;
+	if (first) {
+		/* the process's first request is the child's */
+		pid_t pid = make_child(how, 99, stack, stack_len);
+		int st = 0;
+
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "rawfork: first child (%s) failed: status 0x%x\n", how, st);
+			bad++;
+		}
+	}
 	for (long i = 0; i < threads; i++)
 		if (pthread_create(&tids[i], NULL, parent_worker, (void *)i) != 0)
 			return 1;
