@@ -105,9 +105,13 @@ static bool in_parents_memory(pid_t me)
 	return parent > 0 && syscall(SYS_kcmp, me, parent, 1 /* KCMP_VM */, 0, 0) == 0;
 }
 
-/* Makes the page at the first question. Any thread that finds it being
- * made (or is re-entered while making it) is told "not ours" for that
- * question, and makes a direct real call: nobody waits. */
+static __thread int self_maker __attribute__((tls_model("initial-exec")));
+
+/* Makes the page at the first question. A thread that finds it being made
+ * waits for it (a few system calls), unless it is the maker re-entered
+ * from a signal handler, or the maker is not there to finish (a child
+ * copied in mid-make by a fork that ran no handler): those are told "not
+ * ours" for that question, and make a direct real call. */
 static struct self_page *page_make(void)
 {
 	struct self_page *p;
@@ -115,10 +119,18 @@ static struct self_page *page_make(void)
 	pid_t me;
 
 	if (!__atomic_compare_exchange_n(&self_making, &free_, 1, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
+					 __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 2000 && !self_maker &&
+				!__atomic_load_n(&self_pg, __ATOMIC_ACQUIRE) &&
+				__atomic_load_n(&self_making, __ATOMIC_ACQUIRE);
+		     i++)
+			sched_yield();
 		return __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
+	}
+	self_maker = 1;
 	me = (pid_t)syscall(SYS_getpid);
 	if (in_parents_memory(me)) {
+		self_maker = 0;
 		__atomic_store_n(&self_making, 0, __ATOMIC_RELEASE);
 		return NULL;
 	}
@@ -137,6 +149,7 @@ static struct self_page *page_make(void)
 	/* published once, and never made again in this process */
 	__atomic_store_n(&self_pg, p, __ATOMIC_RELEASE);
 	__atomic_store_n(&gc_self_gen_word, &p->sp_gen, __ATOMIC_RELEASE);
+	self_maker = 0;
 	return p;
 }
 
