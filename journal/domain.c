@@ -264,6 +264,7 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 
 		gc_domain_reset_txns(d);
 		gc_policy_init(&d->j_policy);
+		__atomic_store_n(&d->j_fast, 0, __ATOMIC_RELAXED); /* ask the new state */
 		d->j_policy.ps_commit_ns = ps.ps_commit_ns;
 		d->j_policy.ps_jbd2_avg_ns = ps.ps_jbd2_avg_ns;
 		d->j_policy.ps_commit_samples = ps.ps_commit_samples;
@@ -319,6 +320,18 @@ void gc_domain_note_failure(struct gc_domain *d, int r)
 	       !__atomic_compare_exchange_n(&d->j_fail_ns, &was, now, false, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED))
 		;
+	/* and counted in the direct path's word, after the time and error */
+	was = __atomic_load_n(&d->j_fast, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(
+		&d->j_fast, &was,
+		(was & ~GC_FAST_FAIL_MASK) | ((was + (1ULL << GC_FAST_FAIL_SHIFT)) & GC_FAST_FAIL_MASK),
+		false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+int gc_domain_fail_err(const struct gc_domain *d)
+{
+	return __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED) == -EROFS ? -EROFS : -EIO;
 }
 
 int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r)
@@ -328,5 +341,5 @@ int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r)
 	/* a time still to come is a peer's scribble, not a failure */
 	if (r < 0 || f < start || f > gc_now_ns() + GC_NSEC_PER_SEC)
 		return r;
-	return __atomic_load_n(&d->j_fail_err, __ATOMIC_RELAXED) == -EROFS ? -EROFS : -EIO;
+	return gc_domain_fail_err(d);
 }

@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 11
+#define GC_DOM_VERSION 12
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -131,6 +131,7 @@ struct gc_domain {
 	int32_t j_fail_err;	/* the last failed real sync's result (-EIO or -EROFS) */
 	uint64_t j_seq;
 	uint64_t j_fail_ns;	/* when a real sync of the filesystem last failed so */
+	uint64_t j_fast;	/* the direct path's word: see gc_fast_* (atomic) */
 	uint32_t j_recoveries;	/* times a dead lock owner was recovered from */
 	uint32_t j_reclaims;	/* times a segment without live members was reset */
 	int32_t j_members[GC_MEMBERS]; /* pids attached (shared segments) */
@@ -139,12 +140,55 @@ struct gc_domain {
 };
 
 /* Sets up @d, zeroed memory, for @dev. */
+/*
+ * The one word a request on the direct path reads (j_fast), twice: before
+ * its real call, the policy's verdict and the time it holds until; after
+ * it, whether a real sync of the filesystem failed meanwhile (a count of
+ * the failures noted, bumped by gc_domain_note_failure). Bits 0-1 the
+ * verdict (enum gc_verdict_kind), 2-15 the failure count, 16-63 the
+ * until time in units of 65.5 us. Untrusted in a segment: an until time
+ * further ahead than the policy ever gives is no verdict.
+ */
+#define GC_FAST_FAIL_SHIFT 2
+#define GC_FAST_FAIL_MASK (0x3fffULL << GC_FAST_FAIL_SHIFT)
+#define GC_FAST_UNTIL_SHIFT 16
+#define GC_FAST_AHEAD_MAX_NS (2ULL * 1000ULL * 1000ULL * 1000ULL)
+static inline uint32_t gc_fast_kind(uint64_t w)
+{
+	return (uint32_t)(w & 3);
+}
+static inline uint64_t gc_fast_until(uint64_t w)
+{
+	return w >> GC_FAST_UNTIL_SHIFT << GC_FAST_UNTIL_SHIFT;
+}
+/* The verdict, while it holds at @now; GC_V_ASK when it does not. */
+static inline uint32_t gc_fast_verdict(uint64_t w, uint64_t now)
+{
+	uint64_t until = gc_fast_until(w);
+
+	return now < until && until - now <= GC_FAST_AHEAD_MAX_NS ? gc_fast_kind(w) : GC_V_ASK;
+}
+/* @w with @kind until @until; its failure count kept. */
+static inline uint64_t gc_fast_make(uint64_t w, uint32_t kind, uint64_t until)
+{
+	return (until >> GC_FAST_UNTIL_SHIFT << GC_FAST_UNTIL_SHIFT) | (w & GC_FAST_FAIL_MASK) |
+	       (kind & 3);
+}
+/* Did a failure get noted between the reads @w0 and @w1? */
+static inline bool gc_fast_failed(uint64_t w0, uint64_t w1)
+{
+	return ((w0 ^ w1) & GC_FAST_FAIL_MASK) != 0;
+}
+
+/* Sets up @d, zeroed memory, for @dev. */
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared);
 /* Just after a real sync of @d's filesystem returned @r: notes EIO, EROFS. */
 void gc_domain_note_failure(struct gc_domain *d, int r);
 /* A request of @d that began at @start succeeds only if no real sync of the
  * filesystem failed since: @r, or that error (-EIO or -EROFS). */
 int gc_domain_held_result(const struct gc_domain *d, uint64_t start, int r);
+/* The error of the last failure noted (-EIO or -EROFS). */
+int gc_domain_fail_err(const struct gc_domain *d);
 /* Throws away every transaction (survivors of it make their own calls). */
 void gc_domain_reset_txns(struct gc_domain *d);
 

@@ -125,16 +125,19 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 	return d;
 }
 
-/* An already-known, usable domain for @dev, or NULL; never creates one. */
-static struct gc_domain *domain_find(uint64_t dev)
+/* An already-known, usable domain for @dev, or NULL; never creates one.
+ * *@fs: its filesystem's GC_FS_* (journal/fs.h). */
+static struct gc_domain *domain_find(uint64_t dev, uint32_t *fs)
 {
 	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
 
 	if (!dev)
 		return NULL;
 	for (i = 0; i < n; i++)
-		if (gc_domains[i].dr_dev == dev)
+		if (gc_domains[i].dr_dev == dev) {
+			*fs = gc_domains[i].dr_fs_flags;
 			return domain_usable(i);
+		}
 	return NULL;
 }
 
@@ -163,38 +166,132 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 						   : "grouped from the first commit, no probes");
 }
 
-/* Ends the controller's epoch when due, then: should this request be a
- * direct real call? */
-static bool domain_direct(struct gc_domain *d, uint64_t now)
+/* Ends the controller's epoch when due (with the lock: it may wake the
+ * leader). */
+static void epoch_end(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
 
-	device_refresh(d, now);
-
-	if (gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) && gc_domain_lock(d)) {
-		if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {
-			/* a leader waiting for the threads now sent to direct
-			 * calls decides again, and closes at once */
-			if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
-				gc_domain_wake(d, &d->j_wq_lead);
-			gc_log(GC_LOG_DEBUG,
-			       "device %llx: %s calls now (t=%llu ms; from own timing: shortest direct call %llu us, next epoch %llu ms)",
-			       (unsigned long long)d->j_dev,
-			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
-			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
-			       (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
-			       (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
-		}
-		gc_domain_unlock(d);
+	if (!gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) || !gc_domain_lock(d))
+		return;
+	if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {
+		/* a leader waiting for the threads now sent to direct calls
+		 * decides again, and closes at once */
+		if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
+			gc_domain_wake(d, &d->j_wq_lead);
+		gc_log(GC_LOG_DEBUG,
+		       "device %llx: %s calls now (t=%llu ms; from own timing: shortest direct call %llu us, next epoch %llu ms)",
+		       (unsigned long long)d->j_dev,
+		       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
+		       (unsigned long long)(now / GC_NSEC_PER_MSEC),
+		       (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
+		       (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
 	}
-	return gc_policy_bypass(ps, &gc_cfg.c_policy, now);
+	gc_domain_unlock(d);
 }
 
-/* While on direct calls, a thread refreshes its place among the domain's
- * sync threads at most this often: well inside the policy's smallest active
- * window (1 ms), and no shared cache line written on every request. */
-#define GC_ARRIVE_EVERY_NS (250 * GC_NSEC_PER_USEC)
-static __thread uint64_t gc_arrived_ns __attribute__((tls_model("initial-exec")));
+/* While one request refreshes the verdict, the others keep the old one
+ * for at most this long. */
+#define GC_CLAIM_NS (1 * GC_NSEC_PER_MSEC)
+
+/* The verdict @w (read from j_fast) no longer holds at @now: one request
+ * claims the refresh (the old verdict holds a little longer for the
+ * others meanwhile), samples the policy's inputs (the device, the end of
+ * the controller's epoch) and publishes the new verdict. Returns it. */
+static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now)
+{
+	uint32_t was = gc_fast_kind(w);
+	struct gc_verdict v;
+
+	if (!__atomic_compare_exchange_n(&d->j_fast, &w, gc_fast_make(w, was, now + GC_CLAIM_NS),
+					 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		/* refreshed, claimed, or a failure counted meanwhile */
+		uint32_t k = gc_fast_verdict(w, now);
+
+		return k != GC_V_ASK ? k : GC_V_GROUP;
+	}
+	device_refresh(d, now);
+	epoch_end(d, now);
+	v = gc_policy_verdict(&d->j_policy, &gc_cfg.c_policy, now);
+	w = __atomic_load_n(&d->j_fast, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&d->j_fast, &w, gc_fast_make(w, v.v_kind, v.v_until_ns),
+					    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return v.v_kind;
+}
+
+/* While on timed direct calls, a thread notes itself among the domain's
+ * sync threads at most this often (no shared line written per request). */
+static __thread uint64_t gc_seen_ns __attribute__((tls_model("initial-exec")));
+
+static void count_request(struct gc_stat_slot *sl, enum gc_origin origin)
+{
+	switch (origin) {
+	case GC_FROM_FSYNC:
+		gc_stat_add_to(sl, req_fsync, 1);
+		break;
+	case GC_FROM_FDATASYNC:
+		gc_stat_add_to(sl, req_fdatasync, 1);
+		break;
+	default:
+		gc_stat_add_to(sl, req_osync, 1);
+	}
+}
+
+/*
+ * The direct path: the verdict said so (@kind, from the word @w read
+ * before @t0). One real call; after it, where the filesystem (@fs, its
+ * GC_FS_*) counts a failed commit as done, the same word again says
+ * whether a real sync of it failed meanwhile, which fails this request
+ * too (gc_domain_note_failure). *@t1 is when it ended. Timed calls (the
+ * controller's epoch) tell the policy what they cost.
+ */
+static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t kind, int fd,
+			  bool datasync, uint64_t t0, uint64_t *t1)
+{
+	int r;
+
+	gc_stat_inc(bypass);
+	r = gc_commit_direct(fd, datasync);
+	if (fs & GC_FS_DEAD_EIO)
+		r = gc_commit_dead_check(fd, r);
+	*t1 = gc_now_ns();
+	if (__builtin_expect(r < 0, 0)) {
+		gc_domain_note_failure(d, r);
+		return r;
+	}
+	if (kind == GC_V_TIMED) {
+		int32_t tid = gc_gettid();
+
+		gc_policy_direct_done(&d->j_policy, tid, t0, *t1);
+		if (*t1 - gc_seen_ns >= GC_SEEN_EVERY_NS) {
+			gc_policy_seen(&d->j_policy, tid, *t1);
+			gc_seen_ns = *t1;
+		}
+	}
+	if (__builtin_expect((fs & (GC_FS_HELD_FAIL | GC_FS_HELD_FAIL_DIR)) &&
+			     gc_fast_failed(w, __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE)), 0))
+		r = gc_domain_fail_err(d);
+	return r;
+}
+
+int gc_sync_direct(int fd, bool datasync, enum gc_origin origin)
+{
+	count_request(gc_slot(), origin);
+	return gc_commit_direct(fd, datasync);
+}
+
+int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
+{
+	gc_stat_inc(scoped_out);
+	if (__builtin_expect(gc_intent_on, 0)) {
+		int r = gc_intent_real(fd, datasync, origin);
+
+		if (r != GC_INTENT_PASS)
+			return r;
+	}
+	return gc_sync_direct(fd, datasync, origin);
+}
 
 /* GC_FS_* of @d's filesystem (journal/fs.h), from this process's own
  * table: the cautious rules when @d is not found there. */
@@ -219,35 +316,6 @@ static int direct_noted(struct gc_domain *d, int fd, bool datasync)
 	return r;
 }
 
-/* A direct real call while the controller times direct calls. */
-static int direct_accounted(struct gc_domain *d, int fd, bool datasync, uint64_t start)
-{
-	int32_t tid = gc_gettid();
-	uint64_t t0;
-	int r;
-
-	/* The device decided: the controller is idle, nothing to note or
-	 * measure, and no shared line to write */
-	if (gc_policy_device_flush(&d->j_policy, start)) {
-		gc_stat_inc(bypass);
-		return direct_noted(d, fd, datasync);
-	}
-	/* Keep the count of sync threads current for when grouping resumes;
-	 * not worth waiting for the lock. */
-	if (start - gc_arrived_ns >= GC_ARRIVE_EVERY_NS && gc_domain_trylock(d)) {
-		gc_policy_arrive(&d->j_policy, &gc_cfg.c_policy, tid, start);
-		gc_domain_unlock(d);
-		gc_arrived_ns = start;
-	}
-	gc_stat_inc(bypass);
-	/* the real call alone: what one sync costs the device */
-	t0 = gc_now_ns();
-	r = direct_noted(d, fd, datasync);
-	if (r == 0)
-		gc_policy_direct_done(&d->j_policy, tid, t0, gc_now_ns());
-	return r;
-}
-
 /* A request of @d that began at @begun, for a directory when @dir (-1:
  * not known yet): @r, or, where its filesystem counts a failed commit as
  * done for such an inode (GC_FS_HELD_FAIL*: ext4; xfs's directories), the
@@ -262,89 +330,141 @@ static int held_result(const struct gc_domain *d, uint64_t begun, int dir, int r
 	return r;
 }
 
-static void count_request(enum gc_origin origin)
+static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);
+
+/*
+ * The request's route: shim -> here -> core (the real call, the clock,
+ * the counters). With a domain whose verdict holds, no lock, no system
+ * call but the real one, and two reads of its word. Everything else (no
+ * verdict yet, grouping, the first request of a descriptor, a filesystem
+ * seen for the first time) goes to sync_grouped. @begun: when the
+ * program's call began, if before *@t0 (the intent log's requests; 0:
+ * at *@t0).
+ */
+static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t begun, uint64_t *t0,
+		      uint64_t *t1)
 {
-	switch (origin) {
-	case GC_FROM_FSYNC:
-		gc_stat_inc(req_fsync);
-		break;
-	case GC_FROM_FDATASYNC:
-		gc_stat_inc(req_fdatasync);
-		break;
-	default:
-		gc_stat_inc(req_osync);
+	struct gc_stat_slot *sl = gc_slot();
+	struct gc_domain *d = NULL;
+	uint32_t kind = GC_V_ASK, fs = 0;
+	uint64_t w = 0;
+	int r;
+
+	count_request(sl, origin);
+	/* policy none: the cost of interposition alone, nothing more */
+	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE) {
+		*t0 = gc_now_ns();
+		r = gc_commit_direct(fd, datasync);
+		*t1 = gc_now_ns();
+		return r;
 	}
-}
-
-int gc_sync_direct(int fd, bool datasync, enum gc_origin origin)
-{
-	count_request(origin);
-	return gc_commit_direct(fd, datasync);
-}
-
-int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
-{
-	gc_stat_inc(scoped_out);
-	if (__builtin_expect(gc_intent_on, 0)) {
-		int r = gc_intent_real(fd, datasync, origin);
-
-		if (r != GC_INTENT_PASS)
-			return r;
+	/* While the domain is on direct calls, skip fstat: with many
+	 * threads on one file, that alone cost a fifth of the throughput on
+	 * a fast disk. The device is only a hint here: a wrong one can only
+	 * send a request to a direct real call. */
+	d = domain_find(gc_fd_dev_hint(fd), &fs);
+	if (__builtin_expect(d != NULL, 1))
+		w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
+	*t0 = gc_now_ns();
+	begun = begun && begun < *t0 ? begun : *t0;
+	if (__builtin_expect(d != NULL, 1)) {
+		kind = gc_fast_verdict(w, *t0);
+		if (__builtin_expect(kind == GC_V_ASK, 0)) {
+			kind = verdict_refresh(d, w, *t0);
+			w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
+		}
+		if (__builtin_expect(kind == GC_V_DIRECT || kind == GC_V_TIMED, 1)) {
+			r = direct_request(d, fs, w, kind, fd, datasync, *t0, t1);
+			/* a failure between the program's call and the word */
+			return begun < *t0 ? held_result(d, begun, -1, r) : r;
+		}
 	}
-	return gc_sync_direct(fd, datasync, origin);
-}
-
-int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
-{
-	uint64_t t0 = gc_now_ns(), ns;
-	bool grouped = true;
-	int site = -1, r;
-
-	/* not in a child made without atfork: its counts are not ours */
-	if (__builtin_expect(gc_self(), 1))
-		gc_ps_need(__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED));
-	if (__builtin_expect(gc_sites_needed(), 0))
-		site = gc_site_begin(&grouped, ra);
-	r = grouped ? gc_sync(fd, datasync, origin, t0) : gc_sync_scoped_out(fd, datasync, origin);
-	ns = gc_now_ns() - t0;
-	gc_stats_request_end(ns, r);
-	if (site >= 0)
-		gc_site_end(site, ns, !grouped);
+	r = sync_grouped(fd, datasync, begun, d);
+	*t1 = gc_now_ns();
 	return r;
 }
 
 int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 {
+	uint64_t t0, t1;
+
+	return sync_route(fd, datasync, origin, begun, &t0, &t1);
+}
+
+/* The intent log's step first (LIBGC_INTENT): it serves the request
+ * through its log, or passes it on. */
+static int sync_request(int fd, bool datasync, enum gc_origin origin, uint64_t *t0,
+			uint64_t *t1)
+{
+	if (__builtin_expect(gc_intent_on, 0)) {
+		int r;
+
+		*t0 = gc_now_ns();
+		r = gc_intent_sync(fd, datasync, origin, *t0);
+		if (r != GC_INTENT_PASS) {
+			*t1 = gc_now_ns();
+			return r;
+		}
+	}
+	return sync_route(fd, datasync, origin, 0, t0, t1);
+}
+
+int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
+{
+	uint64_t t0, t1;
+	bool grouped = true;
+	int site = -1, r;
+
+	/* a process made without atfork (_Fork, clone) shares or copied
+	 * state that is not its own: it touches none of it */
+	if (__builtin_expect(!gc_self(), 0)) {
+		t0 = gc_now_ns();
+		r = gc_sync_direct(fd, datasync, origin);
+		gc_stats_request_end(gc_now_ns() - t0, r);
+		return r;
+	}
+	gc_ps_need(__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED));
+	if (__builtin_expect(!gc_sites_needed(), 1)) {
+		r = sync_request(fd, datasync, origin, &t0, &t1);
+		gc_stats_request_end(t1 - t0, r);
+		return r;
+	}
+	/* call sites or a scope: the chain first, then the same route */
+	t0 = gc_now_ns();
+	site = gc_site_begin(&grouped, ra);
+	if (grouped) {
+		uint64_t s;
+
+		r = sync_request(fd, datasync, origin, &s, &t1);
+	} else {
+		r = gc_sync_scoped_out(fd, datasync, origin);
+		t1 = gc_now_ns();
+	}
+	gc_stats_request_end(t1 - t0, r);
+	if (site >= 0)
+		gc_site_end(site, t1 - t0, !grouped);
+	return r;
+}
+
+/* A request the verdict of the domain (or the lack of one) did not send
+ * to a direct call: it finds its file's domain for sure, asks again, and
+ * joins the running transaction. A failure of any real sync of the
+ * filesystem since the request began (@begun, the program's call) fails
+ * it (gc_domain_held_result). */
+static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d)
+{
 	struct gc_handle h;
-	struct gc_domain *d;
 	struct stat st;
-	uint64_t now, start;
+	uint64_t now, w, t1;
+	uint32_t kind;
 	bool owner = false, rejoined;
 	int r;
 
-	count_request(origin);
-	/* policy none: the cost of interposition alone, nothing more; a
-	 * process made without atfork (_Fork, clone, vfork) shares or copied
-	 * state that is not its own: it touches none of it */
-	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE || !gc_self())
-		return gc_commit_direct(fd, datasync);
-	/* While the controller has the domain on direct calls, skip fstat:
-	 * with many threads on one file, that alone cost a fifth of the
-	 * throughput on a fast disk. The device is only a hint here: a wrong
-	 * one can only send a request to a direct real call. */
-	start = gc_now_ns();
-	begun = begun && begun < start ? begun : start;
-	d = domain_find(gc_fd_dev_hint(fd));
-	/* Here and below: a failure of any real sync of the filesystem since
-	 * the request began (@begun, the program's call) fails it where
-	 * the filesystem would not tell it (held_result). */
-	if (d && domain_direct(d, start))
-		return held_result(d, begun, -1, direct_accounted(d, fd, datasync, start));
 	/* From here on this process is named to others (membership, handles,
 	 * the lock): not by a child sharing our memory (vfork), which would
 	 * name its stopped parent's thread. */
 	if (!gc_self_exact())
-		return gc_commit_direct(fd, datasync);
+		return d ? direct_noted(d, fd, datasync) : gc_commit_direct(fd, datasync);
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* Files and directories: a directory's fsync commits the entries made
@@ -356,9 +476,21 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 	d = domain_get((uint64_t)st.st_dev, fd);
 	if (!d)
 		return gc_commit_direct(fd, datasync);
+	w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
 	now = gc_now_ns();
-	if (domain_direct(d, now))
-		return held_result(d, begun, S_ISDIR(st.st_mode), direct_accounted(d, fd, datasync, start));
+	kind = gc_fast_verdict(w, now);
+	if (kind == GC_V_ASK) {
+		kind = verdict_refresh(d, w, now);
+		w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
+	}
+	if (kind == GC_V_DIRECT || kind == GC_V_TIMED) {
+		uint32_t fs = fs_flags(d);
+
+		if (!S_ISDIR(st.st_mode))
+			fs &= ~(uint32_t)GC_FS_HELD_FAIL_DIR;
+		return held_result(d, begun, S_ISDIR(st.st_mode),
+				   direct_request(d, fs, w, kind, fd, datasync, gc_now_ns(), &t1));
+	}
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,
@@ -425,15 +557,4 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 			r = e;
 	}
 	return held_result(d, begun, S_ISDIR(st.st_mode), r);
-}
-
-int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
-{
-	if (__builtin_expect(gc_intent_on, 0)) {
-		int r = gc_intent_sync(fd, datasync, origin, begun);
-
-		if (r != GC_INTENT_PASS)
-			return r;
-	}
-	return gc_sync_grouped(fd, datasync, origin, begun);
 }

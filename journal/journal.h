@@ -9,20 +9,16 @@
 
 enum gc_origin { GC_FROM_FSYNC, GC_FROM_FDATASYNC, GC_FROM_OSYNC };
 
-/* One sync request of the program, from its call to its result: timed and
- * counted, its call site recorded when call sites are asked for, then
- * grouped or served by a direct real call (gc_sync). @ra is the return
- * address into the program (its call site, when nothing more is known).
- * The first request of a process makes its stats segment. Returns 0 or
- * -errno. */
+/* One sync request of the program, from its call to its result: makes the
+ * data (and, unless @datasync, the metadata) of @fd's inode durable with
+ * the guarantee of a real fsync/fdatasync started after this call began,
+ * grouped with others or by a direct real call; timed and counted, its
+ * call site recorded when call sites are asked for. Returns 0 or -errno.
+ * Never reports success without a covering real call, nor when a real
+ * sync of the filesystem failed (EIO, EROFS) since the call began. @ra is
+ * the return address into the program (its call site, when nothing more
+ * is known). The first request of a process makes its stats segment. */
 int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra);
-
-/* Makes the data (and, unless @datasync, the metadata) of @fd's inode durable
- * with the guarantee of a real fsync/fdatasync started after this call began.
- * Returns 0 or -errno. Never reports success without a covering real call,
- * nor when a real sync of the filesystem failed (EIO, EROFS) since @begun,
- * the gc_now_ns() the program's call entered the library (0: now). */
-int gc_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
 
 /* The same request served by its own real call at once, no coordination:
  * for nested calls and signal handlers. Counted like any request. */

@@ -47,8 +47,10 @@ extern struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 extern int gc_ndomains;
 extern pthread_mutex_t gc_domains_lock;
 
-/* journal.c: gc_sync without the intent log's step (the intent log calls
- * it for the log inode and for its real path). */
+/* journal.c: a request's route (gc_request's, without its timing, call
+ * site and the intent log's step), from @begun, when the program's call
+ * began (0: now): the intent log calls it for the log inode and for its
+ * real path. */
 int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun);
 
 /* commit.c: real calls. Results are 0 or -errno. */

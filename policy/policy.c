@@ -202,6 +202,73 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	return device_verdict(flush_ns) != was;
 }
 
+/* A verdict holds at most this long, whatever it rests on: a scribbled or
+ * stale one cannot last. */
+#define GC_VERDICT_MAX_NS (1000ULL * 1000ULL * 1000ULL)
+
+struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
+				    const struct gc_policy_cfg *pc, uint64_t now)
+{
+	uint64_t at, start, len, until = now + GC_VERDICT_MAX_NS;
+	struct gc_verdict v = { GC_V_GROUP, until };
+
+	if (pc->pc_kind == GC_POL_NONE) {
+		v.v_kind = GC_V_DIRECT;
+		return v;
+	}
+	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
+		return v;
+	/* the device decides until its next refresh is due */
+	if (pc->pc_device) {
+		at = __atomic_load_n(&ps->ps_device_at_ns, __ATOMIC_RELAXED);
+		if (at <= now && now - at < GC_DEVICE_REFRESH_NS)
+			until = at + GC_DEVICE_REFRESH_NS;
+		else
+			until = now; /* due: the next request refreshes */
+	}
+	if (gc_policy_device_flush(ps, now)) {
+		v.v_kind = gc_policy_bypass(ps, pc, now) ? GC_V_DIRECT : GC_V_GROUP;
+		v.v_until_ns = until;
+		return v;
+	}
+	/* the controller decides until its epoch ends */
+	start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
+	len = __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
+	if (start && start <= now && now - start < len && start + len < until)
+		until = start + len;
+	else if (!start || start > now || now - start >= len)
+		until = now;
+	v.v_kind = __atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT ? GC_V_TIMED
+										      : GC_V_GROUP;
+	v.v_until_ns = until;
+	return v;
+}
+
+void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now)
+{
+	unsigned int i = ((uint32_t)tid * 2654435761u) >> 28;
+
+	__atomic_store_n(&ps->ps_seen[i % GC_SEEN_SLOTS].sn_tid, tid, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_seen[i % GC_SEEN_SLOTS].sn_ns, now, __ATOMIC_RELAXED);
+}
+
+/* Grouping resumes: the threads seen making direct calls within the
+ * activity window are its recent sync threads. */
+static void seen_fold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
+{
+	uint64_t w = active_window(ps);
+	unsigned int i;
+
+	for (i = 0; i < GC_SEEN_SLOTS; i++) {
+		int32_t tid = __atomic_load_n(&ps->ps_seen[i].sn_tid, __ATOMIC_RELAXED);
+		uint64_t at = __atomic_load_n(&ps->ps_seen[i].sn_ns, __ATOMIC_RELAXED);
+
+		/* a time still to come is a peer's scribble */
+		if (tid > 0 && at <= now && now - at <= w)
+			gc_policy_arrive(ps, pc, tid, at);
+	}
+}
+
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now)
 {
@@ -326,6 +393,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 		return false;
 	}
 	fb_start(ps, GC_FB_GROUP, sat_mul(len, ps->ps_fb_hold), now);
+	seen_fold(ps, pc, now);
 	/* the same verdict again next time is re-probed less often */
 	ps->ps_fb_hold = ps->ps_fb_hold < GC_FB_HOLD_MAX / 2 ? 2 * ps->ps_fb_hold
 							     : GC_FB_HOLD_MAX;

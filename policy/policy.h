@@ -31,6 +31,7 @@ void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
 const char *gc_policy_name(enum gc_policy_kind k);
 
 #define GC_RECENT_MAX 32
+#define GC_SEEN_SLOTS 16
 
 /* Per-domain policy memory. Fixed layout, no pointers: it lives inside the
  * domain, which may later live in a shared segment. */
@@ -73,6 +74,14 @@ struct gc_policy_state {
 	uint64_t ps_dir_commit_ns;	/* EWMA (1/4) of commits of directories only */
 	uint32_t ps_dir_samples;
 	uint32_t ps_dir_pad;
+	/* Threads seen making direct calls, sampled without a lock (hashed by
+	 * tid, a collision overwrites): when grouping resumes they are the
+	 * recent sync threads a transaction waits for. (atomic) */
+	struct {
+		int32_t sn_tid;
+		uint32_t sn_pad;
+		uint64_t sn_ns;
+	} ps_seen[GC_SEEN_SLOTS];
 };
 
 void gc_policy_init(struct gc_policy_state *ps);
@@ -131,6 +140,30 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 bool gc_policy_device_claim(struct gc_policy_state *ps, uint64_t now);
 /* The device's flush latency when fresh at @now, else 0. */
 uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now);
+
+/*
+ * The question every request asks, kept as an answer with a time: what
+ * requests of the domain do from @now, and until when (then the next
+ * request past it asks again, after the device refresh and the epoch's
+ * end). The journal keeps it in one word (journal/domain.h): the direct
+ * path reads only that. Pure.
+ */
+enum gc_verdict_kind {
+	GC_V_ASK,	/* no answer: ask */
+	GC_V_DIRECT,	/* direct real calls; nothing to measure (device, policy none) */
+	GC_V_TIMED,	/* direct real calls, timed for the controller (its epoch) */
+	GC_V_GROUP,	/* join the running transaction */
+};
+struct gc_verdict {
+	enum gc_verdict_kind v_kind;
+	uint64_t v_until_ns;
+};
+struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
+				    const struct gc_policy_cfg *pc, uint64_t now);
+/* A thread making direct calls at @now, sampled by the caller (at most
+ * every GC_SEEN_EVERY_NS per thread). Lock-free. */
+#define GC_SEEN_EVERY_NS (250ULL * 1000ULL)
+void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now);
 
 /* Distinct sync threads seen within the activity window ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);

@@ -411,3 +411,35 @@ Test(domain, a_failed_real_sync_fails_the_requests_in_flight)
 	cr_expect_eq(gc_domain_held_result(d, after, 0), -EIO, "a scribbled errno reads as EIO");
 	munmap(d, sizeof(*d));
 }
+
+/* The direct path's word: a verdict holds until its time and no further
+ * ahead than the policy gives; a failure noted between two reads of it is
+ * seen, and leaves the verdict as it was; its own errors are not counted. */
+Test(domain, the_direct_paths_word)
+{
+	struct gc_domain *d = gc_domain_private(dev);
+	uint64_t now = gc_now_ns(), w0, w1;
+
+	cr_assert_not_null(d);
+	cr_expect_eq(gc_fast_verdict(d->j_fast, now), GC_V_ASK, "a new domain asks");
+	d->j_fast = gc_fast_make(d->j_fast, GC_V_DIRECT, now + 100 * GC_NSEC_PER_MSEC);
+	cr_expect_eq(gc_fast_verdict(d->j_fast, now), GC_V_DIRECT);
+	cr_expect_eq(gc_fast_verdict(d->j_fast, now + 101 * GC_NSEC_PER_MSEC), GC_V_ASK,
+		     "past its time");
+	w0 = d->j_fast;
+	gc_domain_note_failure(d, -EBADF);
+	cr_expect_not(gc_fast_failed(w0, d->j_fast), "a descriptor's error is not the filesystem's");
+	gc_domain_note_failure(d, -EIO);
+	w1 = d->j_fast;
+	cr_expect(gc_fast_failed(w0, w1), "an EIO between the reads");
+	cr_expect_eq(gc_fast_verdict(w1, now), GC_V_DIRECT, "the verdict stays");
+	cr_expect_eq(gc_domain_fail_err(d), -EIO);
+	for (int i = 0; i < 0x4000; i++)
+		gc_domain_note_failure(d, -EROFS);
+	cr_expect_not(gc_fast_failed(w1, d->j_fast), "the count wraps after 16384 (no request lasts that long)");
+	cr_expect_eq(gc_domain_fail_err(d), -EROFS);
+	d->j_fast = gc_fast_make(d->j_fast, GC_V_GROUP, now + 3600 * GC_NSEC_PER_SEC);
+	cr_expect_eq(gc_fast_verdict(d->j_fast, now), GC_V_ASK,
+		     "an hour ahead is a peer's scribble, not a verdict");
+	munmap(d, sizeof(*d));
+}

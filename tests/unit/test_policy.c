@@ -1415,3 +1415,65 @@ Test(names, policies_and_reasons)
 	cr_expect_str_eq(gc_close_reason_name(GC_CLOSE_TIMEOUT), "timeout");
 	cr_expect_str_eq(gc_close_reason_name((enum gc_close_reason)99), "?");
 }
+
+/* ---- the direct path's verdict ------------------------------------------ */
+
+/* What requests do until when: the device's verdict until its next
+ * refresh is due, the controller's until its epoch ends, grouping for the
+ * other policies, direct calls for none; never longer than a second. */
+Test(verdict, device_controller_and_other_policies)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct gc_verdict v;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
+	v = gc_policy_verdict(&ps, &pc, t + 10 * MS);
+	cr_expect_eq(v.v_kind, GC_V_DIRECT, "a fast flush: direct, untimed");
+	cr_expect_eq(v.v_until_ns, t + GC_DEVICE_REFRESH_NS, "until the next refresh is due");
+	v = gc_policy_verdict(&ps, &pc, t + GC_DEVICE_REFRESH_NS);
+	cr_expect_eq(v.v_until_ns, t + GC_DEVICE_REFRESH_NS, "due: the next request asks");
+
+	gc_policy_device(&ps, 4 * MS, GC_DEV_DISKSTATS, t);
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "a slow flush: grouped");
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 0, GC_DEV_NONE, t);
+	v = gc_policy_verdict(&ps, &pc, t);
+	cr_expect_eq(v.v_until_ns, t, "no epoch yet: ask now");
+	fb_open(&ps, &pc, t);
+	v = gc_policy_verdict(&ps, &pc, t + MS);
+	cr_expect_eq(v.v_kind, GC_V_TIMED, "the controller's direct epoch: timed calls");
+	cr_expect_eq(v.v_until_ns, t + EPOCH, "until the epoch ends");
+
+	pc = cfg(GC_POL_FIXED);
+	v = gc_policy_verdict(&ps, &pc, t);
+	cr_expect_eq(v.v_kind, GC_V_GROUP);
+	cr_expect(v.v_until_ns > t && v.v_until_ns <= t + SEC, "at most a second");
+	pc = cfg(GC_POL_NONE);
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_DIRECT);
+}
+
+/* Threads seen making direct calls are the ones a transaction waits for
+ * when the controller turns to grouping; one seen long ago, or at a time
+ * still to come (a peer's scribble), is not. */
+Test(verdict, threads_seen_on_direct_calls_are_waited_for)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	fb_open(&ps, &pc, t);
+	cr_assert_not(fb_step(&ps, &pc, &t, 4, CALL_SLOW));
+	/* the activity window is a millisecond while no commit was timed */
+	gc_policy_seen(&ps, 11, t - 5 * SEC);
+	gc_policy_seen(&ps, 12, t + EPOCH - 100 * US);
+	for (int32_t tid = 1; tid <= 4; tid++)
+		gc_policy_seen(&ps, tid, t + EPOCH - 200 * US);
+	gc_policy_seen(&ps, 13, t + 10 * SEC);
+	cr_assert(fb_step(&ps, &pc, &t, 4, CALL_SLOW), "not grouped");
+	cr_expect_eq(gc_policy_active(&ps, t), 5, "threads 1-4 and 12 are recent");
+}
