@@ -318,7 +318,8 @@ fi
 # ---- the machine's own disk ----
 
 disk_dir=$(mktemp -d "$base/libgc-demo.XXXXXX")
-fstype=$(stat -f -c %T "$disk_dir")
+# the mount's own name (stat -f names ext4 by its magic, "ext2/ext3")
+fstype=$(findmnt -n -o FSTYPE -T "$disk_dir" 2>/dev/null || stat -f -c %T "$disk_dir")
 m_p50=$(flush_p50 "$disk_dir")
 row "$disk_dir" "" "this disk" shared
 m_direct=$(awk -v d="$G_DIRECT" -v q="$G_REQ" 'BEGIN { if (q > 0) printf "%.0f", 100 * d / q; else print 0 }')
