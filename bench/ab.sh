@@ -3,9 +3,10 @@
 # differences of a few percent on a disk whose speed wanders by more than
 # that from one second to the next. Two designs, both paired:
 #
-#   ABBA blocks  bare, libgc, libgc, bare (then libgc, bare, bare, libgc):
-#                the block's ratio is sum(libgc) / sum(bare), which cancels
-#                a drift that is linear over the block.
+#   sequential   a pair is one run of each, one after the other, the order
+#                alternating from pair to pair (bare libgc, libgc bare, ...:
+#                each two pairs an ABBA block); the pair's ratio is
+#                libgc / bare. Each run has the disk to itself.
 #   concurrent   bare and libgc at the same time, each in its own folder:
 #                both see the same moments of the disk. They also share it,
 #                so a mode of libgc that loses (its grouped probes) loses
@@ -14,9 +15,9 @@
 #                instrument's own spread, measured in the same batch.
 #
 # Each cell prints the median ratio and a 90% bootstrap interval of that
-# median. Settings (environment):
+# median, for both designs. Settings (environment):
 #   AB_CELLS="shared:1 shared:2 shared:8 shared:16 each:2 each:8 each:16"
-#   AB_SECS=10 AB_BLOCKS=4 AB_PAIRS=12 AB_CONTROL=0   AB_DIR=/var/tmp
+#   AB_SECS=10 AB_SEQ=12 AB_PAIRS=12 AB_CONTROL=0   AB_DIR=/var/tmp
 #   AB_OUT=bench/results
 # Extra LIBGC_* settings for the libgc runs may be given as arguments.
 set -euo pipefail
@@ -26,15 +27,15 @@ lib=$root/build/libgc.so
 storm=$root/build/examples/fsync_storm
 cells=${AB_CELLS:-shared:1 shared:2 shared:8 shared:16 each:2 each:8 each:16}
 secs=${AB_SECS:-10}
-blocks=${AB_BLOCKS:-4}
+seq=${AB_SEQ:-12}
 pairs=${AB_PAIRS:-12}
 control=${AB_CONTROL:-0}
 base_dir=${AB_DIR:-/var/tmp}
 out_dir=${AB_OUT:-$root/bench/results}
 
 die() { echo "bench-ab: $*" >&2; exit 2; }
-for v in "$secs" "$blocks" "$pairs"; do
-	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "AB_SECS, AB_BLOCKS and AB_PAIRS must be positive integers"
+for v in "$secs" "$seq" "$pairs"; do
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "AB_SECS, AB_SEQ and AB_PAIRS must be positive integers"
 done
 [[ $control =~ ^[01]$ ]] || die "AB_CONTROL must be 0 or 1, not '$control'"
 for c in $cells; do
@@ -110,42 +111,40 @@ while [ -e "$out" ]; do out=$out_dir/$day-$host-ab.$k.md; k=$((k + 1)); done
 	echo
 	echo "- disk: $(findmnt -n -o FSTYPE,SOURCE -T "$work" | tr -s ' ') (folder under $base_dir)"
 	echo "- fsync_storm -t N -f shared|each -s 4096 -m fsync -d $secs; libgc: defaults${*:+ and $*}"
-	echo "- ABBA: $blocks blocks of 4 runs; concurrent: $pairs pairs run at once"
+	echo "- sequential: $seq pairs, one run after the other, the order alternating (ABBA); concurrent: $pairs pairs run at once"
 	[ "$control" = 0 ] || echo "- control: $pairs concurrent pairs of bare against bare (ratio = second / first)"
 	echo "- ratio = libgc / bare; median (90% bootstrap interval of the median)"
 	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo
-	echo "| workload | N | bare ops/s (ABBA mean) | ABBA ratio | concurrent ratio | control (bare/bare) |"
+	echo "| workload | N | bare ops/s (sequential mean) | sequential ratio | concurrent ratio | control (bare/bare) |"
 	echo "|---|---:|---:|---|---|---|"
 } > "$out"
 
 echo "bench-ab: results go to $out"
 for c in $cells; do
 	mode=${c%%:*} n=${c##*:}
-	: > "$work/abba" && : > "$work/conc" && : > "$work/ctl"
-	for ((i = 1; i <= blocks; i++)); do
-		if ((i % 2)); then order="bare libgc libgc bare"; else order="libgc bare bare libgc"; fi
-		sb=0 sl=0
+	: > "$work/seq" && : > "$work/conc" && : > "$work/ctl"
+	for ((i = 1; i <= seq; i++)); do
+		if ((i % 2)); then order="bare libgc"; else order="libgc bare"; fi
 		for w in $order; do
 			v=$(storm "$w" "$work/a" "$mode" "$n" "$@")
-			if [ "$w" = bare ]; then sb=$(awk -v a="$sb" -v b="$v" 'BEGIN { print a + b }')
-			else sl=$(awk -v a="$sl" -v b="$v" 'BEGIN { print a + b }'); fi
+			if [ "$w" = bare ]; then sb=$v; else sl=$v; fi
 		done
-		echo "$sb $sl" >> "$work/abba"
+		echo "$sb $sl" >> "$work/seq"
 	done
 	for ((i = 1; i <= pairs; i++)); do
 		pair bare libgc "$work/conc" "$@"
 		((control)) || continue
 		pair bare bare "$work/ctl"
 	done
-	bare=$(awk '{ s += $1 } END { printf "%.0f", s / NR / 2 }' "$work/abba")
-	abba=$(awk '{ print $2 / $1 }' "$work/abba" | summary)
+	bare=$(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$work/seq")
+	sequ=$(awk '{ print $2 / $1 }' "$work/seq" | summary)
 	conc=$(awk '{ print $2 / $1 }' "$work/conc" | summary)
 	ctl=—
 	((control)) && ctl=$(awk '{ print $2 / $1 }' "$work/ctl" | summary)
 	label=$([ "$mode" = shared ] && echo "one shared file" || echo "a file per thread")
-	echo "| $label | $n | $bare | $abba | $conc | $ctl |" >> "$out"
-	printf '  %-18s N=%-3s bare %7s ops/s  ABBA %s  concurrent %s%s\n' "$label" "$n" "$bare" "$abba" "$conc" \
+	echo "| $label | $n | $bare | $sequ | $conc | $ctl |" >> "$out"
+	printf '  %-18s N=%-3s bare %7s ops/s  sequential %s  concurrent %s%s\n' "$label" "$n" "$bare" "$sequ" "$conc" \
 		"$( ((control)) && echo "  control $ctl")"
 done
 echo "bench-ab: $out"

@@ -21,6 +21,12 @@ $(B)/bench/empty.so: bench/empty.c
 	$(Q)$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 ALL_BINS += $(BENCH_BINS)
+
+# `make bench-start`: what loading libgc costs a process that never syncs.
+bench-start: all
+	$(Q)bash bench/startup.sh
+
+.PHONY: bench-start
 # bench/ab.sh's input checks and a tiny run (no timing asserted)
 TEST_SUITES += bench/selftest.sh
 

@@ -24,12 +24,12 @@ refused() {
 		not_ok "$what is refused in one line" "rc=$rc" "$out"
 	fi
 }
-refused "a count that is not a positive integer" AB_BLOCKS AB_BLOCKS=0 --
+refused "a count that is not a positive integer" AB_SEQ AB_SEQ=0 --
 refused "a bad cell" "bad cell 'both:3'" AB_CELLS=both:3 --
 refused "a control switch that is not 0 or 1" "AB_CONTROL must be 0 or 1" AB_CONTROL=yes --
 refused "an argument that is no LIBGC_ setting" "LIBGC_NAME=value" -- -t 4
 
-out=$(AB_CELLS=shared:1 AB_SECS=1 AB_BLOCKS=1 AB_PAIRS=1 AB_CONTROL=1 AB_OUT="$tmp" AB_DIR="$tmp" \
+out=$(AB_CELLS=shared:1 AB_SECS=1 AB_SEQ=2 AB_PAIRS=1 AB_CONTROL=1 AB_OUT="$tmp" AB_DIR="$tmp" \
 	bash bench/ab.sh LIBGC_POLICY=adaptive 2>&1)
 rc=$?
 f=$(find "$tmp" -maxdepth 1 -name '*-ab.md' | head -1)

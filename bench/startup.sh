@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make bench-start`: what loading libgc costs a process that never syncs,
+# against an object with nothing in it (bench/empty.c) preloaded the same
+# way. Each command runs START_RUNS times a side in every one of START_PAIRS
+# pairs, the sides alternating run by run (bench/spawnloop.c); the table
+# gives each pair's ratio and their median. Settings (environment):
+#   START_RUNS=200 START_PAIRS=9 START_OUT=bench/results
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+lib=$root/build/libgc.so
+empty=$root/build/bench/empty.so
+loop=$root/build/bench/spawnloop
+runs=${START_RUNS:-200}
+pairs=${START_PAIRS:-9}
+out_dir=${START_OUT:-$root/bench/results}
+
+die() { echo "bench-start: $*" >&2; exit 2; }
+for v in "$runs" "$pairs"; do
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "START_RUNS and START_PAIRS must be positive integers"
+done
+[ -f "$lib" ] && [ -f "$empty" ] && [ -x "$loop" ] || die "build first (make all)"
+unset LD_PRELOAD
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^LIBGC_' || true)
+
+day=$(date +%F)
+host=$(hostname -s 2>/dev/null || echo host)
+mkdir -p "$out_dir"
+out=$out_dir/$day-$host-startup.md
+k=2
+while [ -e "$out" ]; do out=$out_dir/$day-$host-startup.$k.md; k=$((k + 1)); done
+
+# row LABEL [spawnloop options] -- COMMAND...: one table row
+row() {
+	local label=$1 res med a b
+	shift
+	res=$("$loop" -n "$runs" -k "$pairs" "$@")
+	med=$(sed -n 's/^median B\/A \([0-9.]*\).*/\1/p' <<<"$res")
+	a=$(sed -n 's/.*per run: A \([0-9.]*\) us.*/\1/p' <<<"$res")
+	b=$(sed -n 's/.*, B \([0-9.]*\) us.*/\1/p' <<<"$res")
+	echo "| $label | $a | $b | **$med** | $(grep -o 'B/A [0-9.]*' <<<"$res" | head -n -1 | cut -d' ' -f2 | tr '\n' ' ')|" >> "$out"
+	printf '  %-34s empty %7s us  libgc %7s us  median %s\n' "$label" "$a" "$b" "$med"
+}
+
+{
+	echo "# bench-start: loading libgc against an empty preload, $(date -u '+%F %H:%M UTC')"
+	echo
+	echo "- $pairs pairs of $runs runs a side, the sides alternating run by run (bench/spawnloop)"
+	echo "- ratio = libgc / empty preload; per run: the median over the pairs of a run's mean wall time"
+	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo
+	echo "| command | empty preload, us a run | libgc, us a run | median ratio | each pair |"
+	echo "|---|---:|---:|---:|---|"
+} > "$out"
+echo "bench-start: results go to $out"
+row "/bin/true" "$empty" "$lib" -- /bin/true
+row "/bin/true, LIBGC_DISABLE=1" -b LIBGC_DISABLE=1 "$empty" "$lib" -- /bin/true
+row "sh -c 'echo x >/dev/null'" "$empty" "$lib" -- /bin/sh -c 'echo x >/dev/null'
+if command -v python3 >/dev/null; then
+	row "python3 -c pass" "$empty" "$lib" -- python3 -c pass
+fi
+echo "bench-start: $out"
