@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		"  --osync M         convert (default) or keep O_SYNC/O_DSYNC        (LIBGC_OSYNC)\n"
 		"  --report[=WHAT]   exit report: 1 (summary on stderr, the default), kv, json,\n"
 		"                    all, an absolute path, or several joined by commas (LIBGC_REPORT)\n"
-		"  --sites=0|1       name the call sites of sync requests (default 1)  (LIBGC_SITES)\n"
+		"  --sites=0|1|auto  name the call sites of sync requests (default auto: when the\n"
+		"                    report shows them, a scope needs them or gcstat asks)  (LIBGC_SITES)\n"
 		"  --scope LIST      group only requests whose call chain passes through\n"
 		"                    lib:NAME or fn:NAME, comma-separated            (LIBGC_SCOPE)\n"
 		"  --observe         start gcd, the block-device observer, if it is not running\n"
@@ -664,7 +665,7 @@ int main(int argc, char **argv)
 	static const char *const policies[] = { "adaptive", "none", "fixed", "jbd2", "siblings", NULL };
 	static const char *const shares[] = { "user", "process", NULL };
 	static const char *const osyncs[] = { "convert", "keep", NULL };
-	static const char *const bools[] = { "0", "1", NULL };
+	static const char *const sites[] = { "0", "1", "auto", NULL };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, 'P' },
 		{ "share", required_argument, NULL, 'S' },
@@ -716,7 +717,7 @@ int main(int argc, char **argv)
 			set("LIBGC_REPORT", optarg ? optarg : "1");
 			break;
 		case 's':
-			need("--sites", optarg, bools, "0 or 1");
+			need("--sites", optarg, sites, "0, 1 or auto");
 			set("LIBGC_SITES", optarg);
 			break;
 		case 'C':
