@@ -4,7 +4,8 @@
 # is a new failure and fails the run.
 #   - Python's regression tests (package libpython3.11-testsuite):
 #     COMPAT_PY_TESTS="test_os test_posix test_shutil test_tempfile test_file
-#     test_fileio test_io test_mailbox test_dbm test_dbm_gnu test_dbm_dumb"
+#     test_fileio test_io test_mailbox test_dbm test_dbm_gnu test_dbm_dumb
+#     test_subprocess" (test_subprocess checks which descriptors a child has)
 #     (Debian ships no test_sqlite3; SQLite has its own suite below)
 #   - SQLite's TCL test suite from Debian's source package (apt-get source
 #     sqlite3; testfixture built here against tcl8.6-dev):
@@ -18,7 +19,7 @@ B=${B:-build}
 suites=${COMPAT_SUITES:-python sqlite}
 work=${COMPAT_DIR:-/var/tmp/libgc-compat}
 py=/usr/bin/python3
-py_tests=${COMPAT_PY_TESTS:-test_os test_posix test_shutil test_tempfile test_file test_fileio test_io test_mailbox test_dbm test_dbm_gnu test_dbm_dumb}
+py_tests=${COMPAT_PY_TESTS:-test_os test_posix test_shutil test_tempfile test_file test_fileio test_io test_mailbox test_dbm test_dbm_gnu test_dbm_dumb test_subprocess}
 sq_tests=${COMPAT_SQLITE_TESTS:-sync sync2 wal wal2 wal3 wal4 wal5 wal6 wal7 walmode walcrash walcrash2 walpersist walbak journal1 journal2 journal3 pager1 pager2 pager3 pagerfault trans trans2 delete delete2 delete3 savepoint savepoint2 crash crash2 crash3}
 
 die() {
