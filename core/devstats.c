@@ -89,7 +89,7 @@ static void backoff(int i)
  * behind a holder stopped by a debugger. */
 static bool spin_lock(int *l)
 {
-	int self = (int)syscall(SYS_gettid), cur;
+	int self = (int)gc_gettid(), cur;	/* cached: no system call a refresh */
 	uint64_t start = 0, now;
 
 	for (int i = 0;; i++) {
