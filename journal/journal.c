@@ -210,8 +210,12 @@ static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now)
 
 		return k != GC_V_ASK ? k : GC_V_GROUP;
 	}
-	device_refresh(d, now);
-	epoch_end(d, now);
+	/* not by a child sharing our memory (vfork): the locks these take
+	 * would name its stopped parent's thread */
+	if (gc_self_exact()) {
+		device_refresh(d, now);
+		epoch_end(d, now);
+	}
 	v = gc_policy_verdict(&d->j_policy, &gc_cfg.c_policy, now);
 	w = __atomic_load_n(&d->j_fast, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&d->j_fast, &w, gc_fast_make(w, v.v_kind, v.v_until_ns),
