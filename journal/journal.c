@@ -372,11 +372,10 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 	*t0 = gc_now_ns();
 	begun = begun && begun < *t0 ? begun : *t0;
 	if (__builtin_expect(d != NULL, 1)) {
+		/* a refresh keeps the failure count: @w stays the baseline */
 		kind = gc_fast_verdict(w, *t0);
-		if (__builtin_expect(kind == GC_V_ASK, 0)) {
+		if (__builtin_expect(kind == GC_V_ASK, 0))
 			kind = verdict_refresh(d, w, *t0);
-			w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
-		}
 		if (__builtin_expect(kind == GC_V_DIRECT || kind == GC_V_TIMED, 1)) {
 			r = direct_request(d, fs, w, kind, fd, datasync, *t0, t1);
 			/* a failure between the program's call and the word */
@@ -483,10 +482,8 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
 	now = gc_now_ns();
 	kind = gc_fast_verdict(w, now);
-	if (kind == GC_V_ASK) {
+	if (kind == GC_V_ASK)
 		kind = verdict_refresh(d, w, now);
-		w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
-	}
 	if (kind == GC_V_DIRECT || kind == GC_V_TIMED) {
 		uint32_t fs = fs_flags(d);
 
