@@ -72,13 +72,22 @@ uint64_t gc_ps_pidns(void)
 									    : (uint64_t)st.st_ino;
 }
 
-static uint64_t starttime_of(const char *statpath)
+/* /proc/PID/stat's start time (field 22) and, into @comm when not NULL,
+ * the command between its parentheses. */
+static uint64_t starttime_of(const char *statpath, char *comm, size_t len)
 {
-	char buf[1024], *p;
+	char buf[1024], *p, *o;
 	int field;
 
 	if (slurp(statpath, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
 		return 0;
+	o = strchr(buf, '(');
+	if (comm && o && o < p) {
+		size_t n = (size_t)(p - o - 1) < len - 1 ? (size_t)(p - o - 1) : len - 1;
+
+		memcpy(comm, o + 1, n);
+		comm[n] = '\0';
+	}
 	/* after "pid (comm)": field 3 is the state; the start time is 22 */
 	for (field = 2; *p && field < 22; p++)
 		if (*p == ' ')
@@ -91,7 +100,7 @@ uint64_t gc_ps_starttime(int32_t pid)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	return starttime_of(path);
+	return starttime_of(path, NULL, 0);
 }
 
 int gc_ps_name(char *buf, size_t len, uint32_t uid, uint64_t pidns, int32_t pid)
@@ -167,7 +176,8 @@ static void fill_identity(struct gc_ps_seg *s, int32_t pid, uint32_t uid, uint64
 	s->ps_pid = pid;
 	s->ps_uid = uid;
 	s->ps_pidns = pidns;
-	s->ps_starttime = starttime_of("/proc/self/stat");
+	/* the command too: one file read, not two */
+	s->ps_starttime = starttime_of("/proc/self/stat", s->ps_comm, sizeof(s->ps_comm));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->ps_made_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	s->ps_nslots = GC_STAT_ALL;
@@ -178,9 +188,6 @@ static void fill_identity(struct gc_ps_seg *s, int32_t pid, uint32_t uid, uint64
 	s->ps_site_depth = GC_SITE_DEPTH;
 	s->ps_site_hist = GC_SITE_HIST;
 	s->ps_site_shards = GC_SITE_SHARDS;
-	n = slurp("/proc/self/comm", s->ps_comm, sizeof(s->ps_comm));
-	if (n > 0 && s->ps_comm[n - 1] == '\n')
-		s->ps_comm[n - 1] = '\0';
 	n = slurp("/proc/self/cmdline", buf, sizeof(buf));
 	for (i = 0; i < n - 1; i++)
 		if (!buf[i])
@@ -265,7 +272,7 @@ void gc_ps_ensure(bool sites)
 	saved = errno;
 	pid = gc_getpid();
 	uid = (uint32_t)syscall(SYS_geteuid);
-	pidns = gc_ps_pidns();
+	pidns = gc_sys_pidns();
 	gc_ps_name(name, sizeof(name), uid, pidns, pid);
 	snprintf(ps_path, sizeof(ps_path), "%s/%s", ps_dir, name);
 	for (tries = 0; tries < 2; tries++) {

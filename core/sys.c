@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -214,10 +215,23 @@ pid_t gc_gettid(void)
 	return gc_tid;
 }
 
+static uint64_t pidns_ino;
+
+uint64_t gc_sys_pidns(void)
+{
+	struct stat st;
+
+	if (!__atomic_load_n(&pidns_ino, __ATOMIC_RELAXED) &&
+	    syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/pid", &st, 0) == 0)
+		__atomic_store_n(&pidns_ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+	return __atomic_load_n(&pidns_ino, __ATOMIC_RELAXED);
+}
+
 void gc_sys_adopt(void)
 {
 	struct self_page *p = self_pg;
 
+	__atomic_store_n(&pidns_ino, 0, __ATOMIC_RELAXED);
 	/* Nothing made yet: the first question makes it, in this process.
 	 * Otherwise the pid is read now, not when first asked: a child
 	 * sharing our memory (vfork) may be the first to ask. */

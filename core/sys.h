@@ -53,6 +53,9 @@ pid_t gc_getpid(void);
 /* The atfork child handler: this process owns the state from now on. No
  * system call unless the page was made (the process asked gc_self()). */
 void gc_sys_adopt(void);
+/* This process's pid namespace (the inode of /proc/self/ns/pid), 0 if
+ * unknown; read once, again after fork (the child of an unshare). */
+uint64_t gc_sys_pidns(void);
 /* Bumped at each adoption (and by gc_sys_gen_bump): a value cached per
  * thread against an older one is stale. gc_sys_gen_peek() makes no page:
  * 1 before it is made, 0 in a child made without atfork (wiped). */

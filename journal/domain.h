@@ -196,9 +196,9 @@ void gc_domain_reset_txns(struct gc_domain *d);
  * in a segment mean nothing to a process of another namespace, so each
  * namespace has its own. -1 when the namespace cannot be told (no /proc). */
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev);
-/* This process's pid namespace, 0 if unknown; re-read after fork. */
+/* This process's pid namespace, 0 if unknown; re-read after fork
+ * (gc_sys_pidns). */
 uint64_t gc_pidns(void);
-void gc_pidns_forget(void);
 /* Maps the shared domain of (this uid, @dev), creating it if absent.
  * Returns NULL and sets *why when no usable segment exists. */
 struct gc_domain *gc_domain_attach(uint64_t dev, const char **why);

@@ -56,8 +56,8 @@ void gc_journal_atfork_child(void)
 	int i;
 
 	/* a child of unshare(CLONE_NEWPID) is in another pid namespace: the
-	 * pids in its parent's segments mean nothing there */
-	gc_pidns_forget();
+	 * pids in its parent's segments mean nothing there (gc_sys_adopt
+	 * forgot the namespace: it is read again) */
 	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 

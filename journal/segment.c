@@ -78,21 +78,9 @@ void gc_domain_poison(const struct gc_domain *d, const char *why)
 	}
 }
 
-static uint64_t gc_pidns_ino;
-
 uint64_t gc_pidns(void)
 {
-	struct stat st;
-
-	if (!__atomic_load_n(&gc_pidns_ino, __ATOMIC_RELAXED) &&
-	    stat("/proc/self/ns/pid", &st) == 0)
-		__atomic_store_n(&gc_pidns_ino, (uint64_t)st.st_ino, __ATOMIC_RELAXED);
-	return __atomic_load_n(&gc_pidns_ino, __ATOMIC_RELAXED);
-}
-
-void gc_pidns_forget(void)
-{
-	__atomic_store_n(&gc_pidns_ino, 0, __ATOMIC_RELAXED);
+	return gc_sys_pidns();
 }
 
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
