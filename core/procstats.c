@@ -24,6 +24,7 @@
 enum { PS_OFF, PS_IDLE, PS_MAKING, PS_READY, PS_FAILED };
 static int ps_state = PS_OFF;
 int gc_ps_idle;			/* ps_state == PS_IDLE, for gc_ps_need */
+uint64_t gc_ps_born_ns;		/* CLOCK_MONOTONIC at the library's start-up */
 
 static void ps_set(int st)
 {

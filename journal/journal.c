@@ -426,7 +426,8 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
 		gc_stats_request_end(gc_now_ns() - t0, r);
 		return r;
 	}
-	gc_ps_need(__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED));
+	if (__builtin_expect(__atomic_load_n(&gc_ps_idle, __ATOMIC_RELAXED), 0))
+		gc_ps_need(__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED), gc_now_ns());
 	if (__builtin_expect(!gc_sites_needed(), 1)) {
 		r = sync_request(fd, datasync, origin, &t0, &t1);
 		gc_stats_request_end(t1 - t0, r);

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/devstats.h"
 #include "core/dirty.h"
 #include "core/fdtable.h"
@@ -110,6 +111,8 @@ static void do_init(char **envp)
 	 * before a request in its scope) */
 	if (!gc_disabled)
 		gc_intent_configure();
+	/* the clock is the vDSO's: no system call */
+	gc_ps_born_ns = gc_now_ns();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 	errno = saved;

@@ -148,7 +148,8 @@ Test(report, counts_add_up_per_process)
 	e2e_run_free(&r);
 }
 
-/* The per-process stats segment exists only while the process lives. */
+/* The per-process stats segment exists only while the process lives (it
+ * syncs once 100 ms old, so that it makes one). */
 Test(report, stats_segment_removed_at_exit)
 {
 	struct e2e_run r;
@@ -157,7 +158,7 @@ Test(report, stats_segment_removed_at_exit)
 	DIR *d;
 	int left = 0;
 
-	run_reporter(&r, "0", "exit", "2", NULL, NULL);
+	run_reporter(&r, "0", "exit", "2", "after=150", NULL);
 	snprintf(name, sizeof(name), "-%d", r.pid);
 	d = opendir("/dev/shm");
 	cr_assert(d);
@@ -168,7 +169,7 @@ Test(report, stats_segment_removed_at_exit)
 	closedir(d);
 	cr_expect_eq(left, 0, "segment of pid %d left behind", r.pid);
 	e2e_run_free(&r);
-	run_reporter(&r, "0", "_exit", "2", NULL, NULL);
+	run_reporter(&r, "0", "_exit", "2", "after=150", NULL);
 	snprintf(name, sizeof(name), "-%d", r.pid);
 	d = opendir("/dev/shm");
 	while ((de = readdir(d)))

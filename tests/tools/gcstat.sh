@@ -33,7 +33,7 @@ out=$($GCSTAT --help 2>&1) && grep -q -- '--json' <<<"$out" &&
 # A workload that syncs 40 times over two threads and then holds until
 # its stdin closes.
 mkfifo "$tmp/hold"
-LD_PRELOAD=$LIB "$REPORTER" "$tmp" 40 exit threads=2 hold <"$tmp/hold" >"$tmp/out" 2>&1 &
+LD_PRELOAD=$LIB "$REPORTER" "$tmp" 40 exit threads=2 hold after=150 <"$tmp/hold" >"$tmp/out" 2>&1 &
 holder_pid=$!
 exec 4>"$tmp/hold"
 for _ in $(seq 100); do grep -q done "$tmp/out" && break; sleep 0.05; done
@@ -172,7 +172,7 @@ rm -f "$LIBGC_STATS_DIR/libgc.stats-$(id -u)-$ns-$live"
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	# a real segment, copied under the name of a live process of ours,
 	# but owned by nobody
-	LIBGC_SITES=0 LD_PRELOAD=$LIB "$REPORTER" "$tmp" 3 exit hold <"$tmp/hold" >"$tmp/out4" 2>&1 &
+	LIBGC_SITES=0 LD_PRELOAD=$LIB "$REPORTER" "$tmp" 3 exit hold after=150 <"$tmp/hold" >"$tmp/out4" 2>&1 &
 	src_pid=$!
 	exec 4>"$tmp/hold"
 	for _ in $(seq 100); do grep -q done "$tmp/out4" && break; sleep 0.05; done
@@ -208,7 +208,7 @@ kill "$live" 2>/dev/null; wait "$live" 2>/dev/null
 
 # A process that ends during --json's interval is shown, from its last
 # counts, marked as exited.
-LD_PRELOAD=$LIB "$REPORTER" "$tmp" 12 exit threads=1 hold <"$tmp/hold" >"$tmp/out5" 2>&1 &
+LD_PRELOAD=$LIB "$REPORTER" "$tmp" 12 exit threads=1 hold after=150 <"$tmp/hold" >"$tmp/out5" 2>&1 &
 end_pid=$!
 exec 4>"$tmp/hold"
 for _ in $(seq 100); do grep -q done "$tmp/out5" && break; sleep 0.05; done

@@ -4,6 +4,8 @@
  * pipe, dup2, a fork whose child ends with _exit, and a spawn of true(1).
  * Then, in the order given:
  *   stream      write 1 MB more to /dev/null, as dd would
+ *   age         wait 150 ms (a process makes its stats segment at its first
+ *               request once 100 ms old)
  *   sync        write and fsync DIR/synced (the library sets itself up)
  *   syncs=N     N more fsyncs of it (the direct path, N requests)
  *   clearenv    clear the environment (before any sync: the library keeps
@@ -151,6 +153,8 @@ int main(int argc, char **argv)
 					fail("stream");
 			if (fd >= 0)
 				close(fd);
+		} else if (!strcmp(argv[i], "age")) {
+			usleep(150 * 1000);
 		} else if (!strcmp(argv[i], "clearenv")) {
 			clearenv();
 		} else if (!strcmp(argv[i], "fds")) {

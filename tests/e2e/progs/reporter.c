@@ -2,7 +2,9 @@
  * (by T threads), then optionally close stderr (as gnulib's close_stdout
  * does), optionally wait for SIGUSR1 or stdin's end, then leave through
  * exit, _exit or _Exit.
- *   reporter DIR N exit|_exit|_Exit [close2] [threads=T] [hold] */
+ *   reporter DIR N exit|_exit|_Exit [close2] [threads=T] [hold] [after=MS]
+ * after=MS: the syncs begin MS after start (a process makes its stats
+ * segment once 100 ms old). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
 			threads = atoi(argv[i] + 8);
 		else if (!strcmp(argv[i], "hold"))
 			hold = 1;
+		else if (!strncmp(argv[i], "after=", 6))
+			usleep((useconds_t)atoi(argv[i] + 6) * 1000);
 	}
 	if (threads < 1 || threads > 64)
 		return 2;
