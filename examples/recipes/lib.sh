@@ -10,6 +10,7 @@
 #   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
 #   RECIPE_LIB=build/libgc.so    the library to preload
 #   RECIPE_REPORTS=DIR           keep each row's libgc exit reports there
+#   RECIPE_GC_ENV="LIBGC_POLICY=none"  settings the libgc runs add (LIBGC_*=...)
 set -euo pipefail
 
 R_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,8 +40,14 @@ R_LIB=$(cd "$(dirname "$R_LIB")" && pwd)/$(basename "$R_LIB")
 [ -x "$R_ROOT/build/tests/slowdisk/slowdiskd" ] ||
 	r_die "build/tests/slowdisk/slowdiskd is missing (make recipes builds it)"
 command -v eatmydata >/dev/null || R_EMD=0
+read -r -a R_GC_ENV <<<"${RECIPE_GC_ENV:-}"
+for v in "${R_GC_ENV[@]}"; do
+	[[ $v =~ ^LIBGC_[A-Z_]+=[^[:space:]]*$ ]] ||
+		r_die "RECIPE_GC_ENV holds LIBGC_NAME=VALUE words only, not '$v'"
+done
 
-# The runs see libgc's defaults only, whatever the caller's environment says.
+# The runs see libgc's defaults only (and RECIPE_GC_ENV), whatever the
+# caller's environment says.
 unset LD_PRELOAD
 while read -r v; do unset "$v"; done < <(compgen -e | grep '^LIBGC_' || true)
 
@@ -107,7 +114,7 @@ r_flushes() {
 r_env() {
 	case $1 in
 	bare) printf '%s\n' env ;;
-	libgc) printf '%s\n' env "LD_PRELOAD=$R_LIB" "LIBGC_REPORT=$2" ;;
+	libgc) printf '%s\n' env "LD_PRELOAD=$R_LIB" "LIBGC_REPORT=$2" "${R_GC_ENV[@]}" ;;
 	eatmydata) printf '%s\n' eatmydata ;;
 	esac
 }
