@@ -23,6 +23,7 @@
 
 #include "core/busguard.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/sys.h"
@@ -372,13 +373,13 @@ static int move_high(int fd)
 	return n;
 }
 
-/* ---- configuration (start-up: one getenv when unset) ---- */
+/* ---- configuration (start-up: from the LIBGC_* variables kept then, gc_env) ---- */
 
 static void boot_check(void);
 
 void gc_intent_configure(void)
 {
-	const char *v = getenv("LIBGC_INTENT"), *p, *q;
+	const char *v = gc_env("LIBGC_INTENT"), *p, *q;
 	char *end;
 
 	if (!v || !*v)
@@ -402,7 +403,7 @@ void gc_intent_configure(void)
 	}
 	if (!gi.ndirs)
 		return;
-	v = getenv("LIBGC_INTENT_LOG");
+	v = gc_env("LIBGC_INTENT_LOG");
 	if (v && *v && *v == '/' && strlen(v) < GI_PATH_MAX)
 		snprintf(gi.log, sizeof(gi.log), "%s", v);
 	else if (v && *v)
@@ -410,7 +411,7 @@ void gc_intent_configure(void)
 	if (!gi.log[0])
 		snprintf(gi.log, sizeof(gi.log), "%.*s/.libgc-intent", GI_PATH_MAX - 16, gi.dirs[0]);
 	gi.max = 64 * 1024;
-	v = getenv("LIBGC_INTENT_MAX");
+	v = gc_env("LIBGC_INTENT_MAX");
 	if (v && *v) {
 		unsigned long long m = strtoull(v, &end, 10);
 

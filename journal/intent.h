@@ -13,7 +13,7 @@
 
 extern int gc_intent_on; /* [set at start-up] LIBGC_INTENT is set */
 
-/* Start-up: reads LIBGC_INTENT* (one getenv when unset); opens nothing:
+/* Start-up: reads LIBGC_INTENT* (as kept by gc_env_save); opens nothing:
  * the log is attached at the first request in scope. */
 void gc_intent_configure(void);
 
