@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_WIPEONFORK
@@ -41,18 +42,32 @@ int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
 
 /* ---- one-time steps ----------------------------------------------------- */
 
+/* The vDSO's clock: no system call. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* The address of a thread-local byte names the thread without a system
  * call (unique among the live threads of a process). */
 static __thread char once_mark __attribute__((tls_model("initial-exec")));
 
-/* A step takes microseconds; a runner still at it after this many yields
- * is stopped or gone (copied in mid-step by a fork that ran no handler). */
-#define ONCE_PATIENCE 4096
+/* A step takes microseconds; a runner still at it after this long is
+ * stopped or gone (copied in mid-step by a fork that ran no handler). A
+ * count of yields is no measure: 16 threads yielding to each other on two
+ * busy CPUs ran out of them while the runner waited for a CPU, and ran
+ * the step a second time beside it (the configuration cleared while
+ * other threads read it). */
+#define ONCE_PATIENCE_NS (2ULL * 1000 * 1000 * 1000)
 
 bool gc_once_slow(struct gc_once *o, void (*fn)(void))
 {
 	void *me = &once_mark;
-	int st = 0, spins = 0;
+	uint64_t until = 0;
+	int st = 0;
 
 	for (;;) {
 		if (__atomic_compare_exchange_n(&o->o_state, &st, 1, false, __ATOMIC_ACQUIRE,
@@ -62,7 +77,9 @@ bool gc_once_slow(struct gc_once *o, void (*fn)(void))
 			return true;
 		if (__atomic_load_n(&o->o_runner, __ATOMIC_RELAXED) == me)
 			return false; /* re-entered on the runner's own thread */
-		if (++spins >= ONCE_PATIENCE)
+		if (!until)
+			until = mono_ns() + ONCE_PATIENCE_NS;
+		else if (mono_ns() > until)
 			break; /* run it here: the same step, the same result */
 		sched_yield();
 		st = 0;
@@ -86,7 +103,7 @@ enum { SELF_NONE, SELF_WIPE, SELF_GETPID };
 static struct self_page *self_pg;
 uint32_t *gc_self_gen_word;
 static int self_mode;
-static int self_making;
+static int self_making;	/* 0, 1 claimed, then minus the maker's pid */
 static pid_t self_pid_slow;	/* SELF_GETPID: the owner's pid */
 static uint32_t self_gen;	/* last generation given out; copied, never wiped */
 static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
@@ -108,11 +125,18 @@ static bool in_parents_memory(pid_t me)
 
 static __thread int self_maker __attribute__((tls_model("initial-exec")));
 
+/* How long a thread waits for another to make the page: far beyond the
+ * few system calls it takes, on a machine with every CPU busy. */
+#define PAGE_WAIT_NS (2ULL * 1000 * 1000 * 1000)
+
 /* Makes the page at the first question. A thread that finds it being made
- * waits for it (a few system calls), unless it is the maker re-entered
- * from a signal handler, or the maker is not there to finish (a child
- * copied in mid-make by a fork that ran no handler): those are told "not
- * ours" for that question, and make a direct real call. */
+ * waits for it, unless it is the maker re-entered from a signal handler,
+ * or the maker is not there to finish (a child copied in mid-make by a
+ * fork that ran no handler: the maker's pid is not its own): those are
+ * told "not ours" for that question, and make a direct real call. The
+ * wait counts time, not turns: 16 threads yielding to each other on two
+ * busy CPUs gave up before the maker ran again (O_SYNC opens left as
+ * they were). */
 static struct self_page *page_make(void)
 {
 	struct self_page *p;
@@ -121,11 +145,24 @@ static struct self_page *page_make(void)
 
 	if (!__atomic_compare_exchange_n(&self_making, &free_, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED)) {
-		for (int i = 0; i < 2000 && !self_maker &&
-				!__atomic_load_n(&self_pg, __ATOMIC_ACQUIRE) &&
-				__atomic_load_n(&self_making, __ATOMIC_ACQUIRE);
-		     i++)
+		uint64_t until = 0;
+		pid_t mine = 0;
+		int m;
+
+		while (!self_maker && !__atomic_load_n(&self_pg, __ATOMIC_ACQUIRE) &&
+		       (m = __atomic_load_n(&self_making, __ATOMIC_ACQUIRE)) != 0) {
+			if (m < 0) {
+				if (!mine)
+					mine = (pid_t)syscall(SYS_getpid);
+				if (-m != mine)
+					break;
+			}
+			if (!until)
+				until = mono_ns() + PAGE_WAIT_NS;
+			else if (mono_ns() > until)
+				break;
 			sched_yield();
+		}
 		return __atomic_load_n(&self_pg, __ATOMIC_ACQUIRE);
 	}
 	self_maker = 1;
@@ -135,6 +172,7 @@ static struct self_page *page_make(void)
 		__atomic_store_n(&self_making, 0, __ATOMIC_RELEASE);
 		return NULL;
 	}
+	__atomic_store_n(&self_making, -(int)me, __ATOMIC_RELEASE);
 	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		p = &self_static;
@@ -232,11 +270,15 @@ void gc_sys_adopt(void)
 	struct self_page *p = self_pg;
 
 	__atomic_store_n(&pidns_ino, 0, __ATOMIC_RELAXED);
-	/* Nothing made yet: the first question makes it, in this process.
+	/* Nothing made yet: the first question makes it, in this process
+	 * (another thread of the parent may have been making it: not here).
 	 * Otherwise the pid is read now, not when first asked: a child
 	 * sharing our memory (vfork) may be the first to ask. */
-	if (!p)
+	if (!p) {
+		self_maker = 0;
+		__atomic_store_n(&self_making, 0, __ATOMIC_RELAXED);
 		return;
+	}
 	p->sp_pid = (int32_t)syscall(SYS_getpid);
 	p->sp_owned = 1;
 	self_pid_slow = p->sp_pid;
