@@ -4,6 +4,9 @@
 #include "journal/intent_fmt.h"
 
 #include <errno.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +62,14 @@ uint32_t gi_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	static int hw = -1;
 
-	if (__builtin_expect(hw < 0, 0))
-		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	/* CPUID at first use, not __builtin_cpu_supports: that links libgcc's
+	 * CPU model, whose constructor runs CPUID several times in every
+	 * process at load (each a trap to the hypervisor in a VM) */
+	if (__builtin_expect(hw < 0, 0)) {
+		unsigned int a, b, c, d;
+
+		hw = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) ? 1 : 0;
+	}
 	return hw ? crc32c_hw(crc, buf, len) : gi_crc32c_sw(crc, buf, len);
 }
 #else

@@ -446,3 +446,23 @@ Test(startup, one_system_call_a_direct_request)
 		cr_log_info("%s: %ld system calls bare, %ld under the library", what, bare, gc);
 	}
 }
+
+/* Nothing of the library's runs at load but its own constructor. libgcc's
+ * CPU model, which __builtin_cpu_supports links in, brings a constructor
+ * of its own that executes CPUID several times in every process, whether
+ * it ever syncs or not; in a virtual machine each CPUID is a trap to the
+ * hypervisor (here /bin/true read 1.15x an empty preload with it, 1.06x
+ * without). */
+Test(startup, no_cpu_model_constructor)
+{
+	const char *argv[] = { "/usr/bin/nm", "--defined-only", e2e_libgc(), NULL };
+	struct e2e_run r;
+
+	cr_assert(access(argv[0], X_OK) == 0, "nm (binutils) is needed to read the library");
+	e2e_run(&r, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&r, "nm of the library");
+	cr_expect(strstr(r.out, " gc_constructor") != NULL, "nm found no symbols:\n%.400s", r.out);
+	cr_expect(strstr(r.out, "__cpu_indicator_init") == NULL,
+		  "libgcc's CPU model (and its constructor) is linked into the library");
+	e2e_run_free(&r);
+}
