@@ -419,10 +419,16 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
 	int site = -1, r;
 
 	/* a process made without atfork (_Fork, clone) shares or copied
-	 * state that is not its own: it touches none of it */
+	 * state that is not its own: it touches none of it, but for the
+	 * intent log's step for such a child (its sync must stand against
+	 * the parent's records) */
 	if (__builtin_expect(!gc_self(), 0)) {
 		t0 = gc_now_ns();
-		r = gc_sync_direct(fd, datasync, origin);
+		r = GC_INTENT_PASS;
+		if (__builtin_expect(gc_intent_on, 0))
+			r = gc_intent_sync(fd, datasync, origin, t0);
+		if (r == GC_INTENT_PASS)
+			r = gc_sync_direct(fd, datasync, origin);
 		gc_stats_request_end(gc_now_ns() - t0, r);
 		return r;
 	}
