@@ -211,6 +211,18 @@ static void parse_scope(struct parse_ctx *p, struct gc_config *c, const char *v)
 
 #define MAX_US 10000000ULL /* 10 s: anything longer is a typo, not a wait */
 
+static const char *const log_levels[] = { "error", "warn", "info", "debug", "trace" };
+
+enum gc_log_level gc_config_log_level(const char *v)
+{
+	int i;
+
+	for (i = 0; v && i < 5; i++)
+		if (!strcmp(v, log_levels[i]))
+			return (enum gc_log_level)i;
+	return GC_LOG_WARN;
+}
+
 int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		    void *ctx)
 {
@@ -221,7 +233,6 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 	static const char *const stage[] = { "auto", "always", "never" };
 	static const char *const share[] = { "user", "process" };
 	static const char *const device[] = { "off", "auto" };
-	static const char *const logs[] = { "error", "warn", "info", "debug", "trace" };
 	static const char *const sites[] = { "auto", "0", "1" };
 	struct parse_ctx p = { .get = get, .warn = warn, .ctx = ctx };
 	struct gc_policy_cfg *pc = &c->c_policy;
@@ -244,7 +255,7 @@ int gc_config_parse(struct gc_config *c, gc_getenv_fn get, gc_warn_fn warn,
 		c->c_stage = (enum gc_stage_mode)i;
 	if ((i = parse_word(&p, "LIBGC_SHARE", share, 2, "user or process")) >= 0)
 		c->c_share = (enum gc_share_mode)i;
-	if ((i = parse_word(&p, "LIBGC_LOG", logs, 5,
+	if ((i = parse_word(&p, "LIBGC_LOG", log_levels, 5,
 			    "error, warn, info, debug or trace")) >= 0)
 		c->c_log = (enum gc_log_level)i;
 

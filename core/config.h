@@ -63,6 +63,9 @@ void gc_env_save(char *const *envp);
 const char *gc_env(const char *name);
 
 void gc_config_defaults(struct gc_config *c);
+/* LIBGC_LOG's level from its value (warn when unset or bad): what start-up
+ * logs with before the whole configuration is read at first use. */
+enum gc_log_level gc_config_log_level(const char *v);
 /* Fills @c from the lookup; every bad value produces one warning naming the
  * variable and the accepted form, and keeps that field's default.
  * Returns the number of rejected values. */

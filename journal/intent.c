@@ -423,7 +423,7 @@ void gc_intent_configure(void)
 			gi.max = m;
 	}
 	gi.ckpt_ms = 1000;
-	v = getenv("LIBGC_INTENT_CKPT_MS");
+	v = gc_env("LIBGC_INTENT_CKPT_MS");
 	if (v && *v) {
 		unsigned long m = strtoul(v, &end, 10);
 

@@ -106,6 +106,9 @@ static void do_init(char **envp)
 	gc_disabled = v && !strcmp(v, "1");
 	v = gc_env("LIBGC_REPORT");
 	gc_counting = v && *v && strcmp(v, "0");
+	/* the level start-up's messages (the intent log's recovery) go out
+	 * with; a bad value is reported with the rest at first use */
+	gc_cfg.c_log = gc_config_log_level(gc_env("LIBGC_LOG"));
 	/* the intent log's hooks in the write family are on from the first
 	 * write: its settings are read now (no system call; it opens nothing
 	 * before a request in its scope) */
