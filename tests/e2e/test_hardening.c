@@ -467,10 +467,12 @@ static void corrupt_run(enum corruption kind, int field, unsigned int seed)
 	/* where fields are spoiled, victims die in the transactions too, so
 	 * that survivors walk a dead peer's entries */
 	const char *kill_opt = kind == CORRUPT_FIELDS ? "-k" : "-T";
-	const char *kill_ms = kind == CORRUPT_FIELDS ? "30" : "1500";
-	const char *shared[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "1500",
+	/* 800 ms a run: about 300 corruptions each (one every 0.5-5 ms), and
+	 * the suite stays within make test's budget */
+	const char *kill_ms = kind == CORRUPT_FIELDS ? "30" : "800";
+	const char *shared[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "800",
 				 kill_opt, kill_ms, e2e_path("file"), NULL };
-	const char *each[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "1500", "-e",
+	const char *each[] = { e2e_prog("hammer"), "-p", "3", "-t", "2", "-T", "800", "-e",
 			       kill_opt, kill_ms, e2e_path("file"), NULL };
 	struct spy_summary s;
 	struct e2e_run r;
