@@ -20,7 +20,7 @@ static const struct gc_fs gc_fs_table[] = {
 	 * later fsync of a change it held returns 0 (the next write then
 	 * finds the filesystem read-only). A failed fast commit falls back to
 	 * a full commit, and only that one's failure is reported. */
-	{ 0xEF53, "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
+	{ 0xEF53, "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT | GC_FS_INTENT },
 	/* xfs: a failed log write shuts the filesystem down, and every later
 	 * fsync of a file fails with EIO by itself; a failed cache flush
 	 * alone (an fdatasync that logged nothing, or the flush after another
@@ -32,7 +32,7 @@ static const struct gc_fs gc_fs_table[] = {
 	 * fstat with EIO: that tells such a 0 from a true one, also when the
 	 * shutdown came from a log write libgc did not make (the kernel's
 	 * own, another program's). */
-	{ 0x58465342, "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO },
+	{ 0x58465342, "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO | GC_FS_INTENT },
 	/* (xfs, no GC_FS_RELEASE_WAIT: the first log force pushes the whole
 	 * checkpoint, every file written back before it included, whenever
 	 * the other calls come: 4.05 flushes a round both ways) */
@@ -40,12 +40,14 @@ static const struct gc_fs gc_fs_table[] = {
 	 * joined it, which then commits the whole transaction; a failed
 	 * transaction commit aborts it and the filesystem turns read-only:
 	 * every later sync fails (EROFS). A copy-on-write sync always writes
-	 * metadata, so no flush failure is the call's alone. */
+	 * metadata, so no flush failure is the call's alone. No intent log:
+	 * under it a power cut lost acknowledged records (1 trial in 100,
+	 * then 1 in 3 of that seed), not yet understood. */
 	{ 0x9123683E, "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT },
 	/* f2fs: not examined here; the cautious rule */
 	{ 0xF2F52010, "f2fs", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
 	/* tmpfs: nothing to flush, nothing that fails */
-	{ 0x01021994, "tmpfs", GC_FS_GROUP },
+	{ 0x01021994, "tmpfs", GC_FS_GROUP | GC_FS_INTENT },
 };
 
 /* ext4 with fast commits: an fsync that comes while a fast commit runs
@@ -54,7 +56,7 @@ static const struct gc_fs gc_fs_table[] = {
  * for each other, a fast commit lasts two flushes (4 flushes a round when
  * they come after it). The failure rule is ext4's. */
 static const struct gc_fs gc_fs_ext4_fc = {
-	0xEF53, "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL
+	0xEF53, "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_INTENT
 };
 
 /* Is the ext4 filesystem on @dev using fast commits? ext4 lists the

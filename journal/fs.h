@@ -26,6 +26,9 @@ enum {
 	 * its blocks (journal/commit.c release_together): where a call that
 	 * comes later pays a commit of its own */
 	GC_FS_RELEASE_WAIT = 16,
+	/* the intent log (LIBGC_INTENT) serves files here and may keep its
+	 * log here: its power-cut trials passed on this filesystem */
+	GC_FS_INTENT = 32,
 };
 
 struct gc_fs {

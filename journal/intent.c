@@ -3,6 +3,7 @@
  * the log request (records under the log lock, then the domain's grouped
  * fdatasync of the log inode), the real path with its RETIRE, the shared
  * control segment, the checkpoint thread, and fork and exit. */
+#include "journal/fs.h"
 #include "journal/intent.h"
 
 #include <errno.h>
@@ -436,10 +437,31 @@ void gc_intent_configure(void)
 	boot_check();
 }
 
-/* Scope directories resolved (realpath) and opened, once. */
+/* May the intent log serve files (or keep its log) on @fd's filesystem?
+ * Only where its power-cut trials passed (journal/fs.c); elsewhere the
+ * files make their real calls, said once. */
+static bool intent_fs(int fd, const char *what)
+{
+	const struct gc_fs *f = gc_fs_of(fd);
+
+	if (f->fs_flags & GC_FS_INTENT)
+		return true;
+	gc_log(GC_LOG_WARN, "LIBGC_INTENT: %s is on %s, where the intent log is not proven at a power cut: real calls there",
+	       what, f->fs_name);
+	return false;
+}
+
+/* Scope directories resolved (realpath) and opened, once; none when the
+ * log itself is on a filesystem the intent log does not serve. */
 static void scope_setup(void)
 {
-	int i, k = 0;
+	int i, k = 0, lfd = gi_sys_open(gi.log, O_RDONLY | O_NOFOLLOW, 0);
+	bool log_ok = lfd < 0 || intent_fs(lfd, gi.log);
+
+	if (lfd >= 0)
+		gi_sys_close(lfd);
+	if (!log_ok)
+		gi.ndirs = 0;
 
 	for (i = 0; i < gi.ndirs; i++) {
 		char real[PATH_MAX];
@@ -452,6 +474,10 @@ static void scope_setup(void)
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			if (fd >= 0)
 				gi_sys_close(fd);
+			continue;
+		}
+		if (!intent_fs(fd, real)) {
+			gi_sys_close(fd);
 			continue;
 		}
 		snprintf(gi.dirs[k], GI_PATH_MAX, "%s", real);
