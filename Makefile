@@ -113,7 +113,7 @@ test-bins: $(ALL_BINS) $(PKG_BINS)
 # program in PKG_BINS; plain `make` never runs it.  The flags of those
 # packages are asked for on first use in a recipe, so after this step.
 # `make demo` adds fs_mark, `make bench` and `make deps` the benchmark tools.
-deps_set := $(if $(filter bench bench-dirty deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
+deps_set := $(if $(filter bench bench-dirty bench-shapes deps,$(MAKECMDGOALS)),bench,$(if $(filter demo,$(MAKECMDGOALS)),demo))
 deps:
 	$(Q)bash scripts/deps.sh $(deps_set)$(demo_deps_ok)
 $(PKG_BINS): | deps

@@ -1,7 +1,8 @@
 # `make bench`: base vs libgc vs policy=none vs fsync disabled, side by side,
 # on the machine's disk and a slow disk, with a table and a plot.  The micro
 # benchmark is built with everything else (no $(SAN): it runs preloaded).
-BENCH_BINS := $(B)/bench/microbench $(B)/bench/spawnloop $(B)/bench/empty.so
+BENCH_BINS := $(B)/bench/microbench $(B)/bench/spawnloop $(B)/bench/empty.so \
+	      $(B)/bench/shapes
 
 $(B)/bench/microbench: bench/microbench.c
 	$(call msg,CCLD,$@)
@@ -19,6 +20,11 @@ $(B)/bench/empty.so: bench/empty.c
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+
+$(B)/bench/shapes: bench/shapes.c
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -pthread -o $@ $< -lm
 
 ALL_BINS += $(BENCH_BINS)
 
@@ -60,3 +66,11 @@ bench-dirty: deps all $(B)/tests/slowdisk/slowdiskd
 	$(Q)bash bench/dirty.sh
 
 .PHONY: bench-dirty
+
+# `make bench-shapes [SHAPES=quick]`: bare, the default, policy=none and a
+# sweep of fixed waits per shape of work on the 1 ms and 4 ms slow disks;
+# see bench/README.md.
+bench-shapes: deps all $(B)/tests/slowdisk/slowdiskd
+	$(Q)SHAPES='$(SHAPES)' bash bench/shapes.sh
+
+.PHONY: bench-shapes
