@@ -24,29 +24,25 @@ all_shapes=(
 	"wal-t0.5      -k wal -T 500"
 	"wal-t2        -k wal -T 2000"
 	"wal-t5        -k wal -T 5000"
-	"spool         -k spool"
-	"spool-t0.5    -k spool -T 500"
-	"spool-t2      -k spool -T 2000"
-	"spool-t5      -k spool -T 5000"
 	"delete        -k delete"
 	"delete-t0.5   -k delete -T 500"
 	"delete-t2     -k delete -T 2000"
 	"delete-t5     -k delete -T 5000"
+	"spool         -k spool"
+	"spool-t2      -k spool -T 2000"
 	"log-shared    -k wal -S"
 	"wal-mixed     -k wal -m mixed"
 	"wal-burst     -k wal -b 50:50"
 	"delete-burst  -k delete -T 500 -b 50:50"
 	"wal-slow1     -k wal -l 20000"
-	"delete-slow1  -k delete -T 500 -l 20000"
 	"wal-procs     -p -k wal"
-	"spool-procs   -p -k spool -m fsync"
 	"delete-procs  -p -k delete -T 2000"
 )
-quick_ids="wal wal-t2 delete delete-t2 spool-t0.5 wal-burst wal-slow1 wal-mixed delete-procs"
+quick_ids="wal wal-t2 delete delete-t2 spool wal-burst wal-slow1 wal-mixed delete-procs"
 
 mode=${SHAPES:-full}
 case $mode in
-full) pairs=6 secs=1.5 sweep="0 250 500 1000 2000 4000" ids= ;;
+full) pairs=6 secs=1.5 sweep="0 500 1000 2000 4000" ids= ;;
 quick) pairs=2 secs=1 sweep="0 1000 4000" ids=$quick_ids ;;
 *)
 	echo "bench-shapes: SHAPES must be full or quick, not '$mode'" >&2
