@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # libgc — group commit for unmodified programs.  `make help` lists targets.
 .DELETE_ON_ERROR:
 .SUFFIXES:

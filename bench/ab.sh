@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make bench-ab`: bare fsync_storm against fsync_storm under libgc, for
 # differences of a few percent on a disk whose speed wanders by more than
 # that from one second to the next. Two designs, both paired:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make bench`: workloads run bare, under libgc, under libgc with policy=none
 # and with fsync disabled, side by side on the machine's disk and a slow disk;
 # medians, ratios against bare, goals, a Markdown table, a TSV and a plot.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* coldread: the reader of `make bench-dirty`. `coldread setup DIR N` makes N
  * files of 8 KiB; `coldread run DIR N SECS [PERIOD_MS]` every PERIOD_MS
  * (20) stats, opens and reads one random file of them, cold (its pages are

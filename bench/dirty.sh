@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # make bench-dirty: one streaming writer against a reader of cold small files
 # on the slow disk, bare and under libgc, with and without the observer
 # (gcd). Prints a table and writes bench/results/DATE-HOST-dirty.{md,png}.

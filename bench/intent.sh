@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The intent log on the slow disk: bare against LIBGC_INTENT in alternating
 # pairs, 8 threads; a shared file, a file each (fsync_storm, 4 KiB writes
 # + fdatasync/fsync), SQLite WAL threads (a database each). Prints one

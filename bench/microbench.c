@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* microbench: the micro-costs of `make bench`. Times many write() calls, or
  * fsync() calls after small writes, in a loop and prints nanoseconds per call;
  * run bare and under the preload, the difference is what the library adds. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Sums libgc's exit-report lines ("libgc: pid=N key=value ...", the kv
 # form) over every process: prints "<real syncs> <sync requests> <direct>".
 # Used by bench/bench.sh, scripts/demo.sh and examples/recipes/lib.sh.

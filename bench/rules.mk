@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make bench`: base vs libgc vs policy=none vs fsync disabled, side by side,
 # on the machine's disk and a slow disk, with a table and a plot.  The micro
 # benchmark is built with everything else (no $(SAN): it runs preloaded).

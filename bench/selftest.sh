@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench/ab.sh checks its input and, on a tiny run, writes a table whose rows
 # carry two paired ratios and the bare-against-bare control. Timing is never
 # asserted: only that the figures are there and are positive numbers.

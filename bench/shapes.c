@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* shapes: closed-loop workers whose transactions have the shapes real
  * programs give their syncs (SQLite's WAL and rollback journal, a mail
  * spool), with think time, bursts and a slow worker; the load of make

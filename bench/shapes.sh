@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make bench-shapes`: build/bench/shapes run bare and under libgc on the
 # slow disk, per shape of work: bare and the default in alternating pairs,
 # LIBGC_POLICY=none, and a sweep of LIBGC_POLICY=fixed LIBGC_WAIT_US. The best

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-shapes' summary of its TSV (bench/shapes.sh): per cell (flush,
 # shape, workers) the medians, the pairs' ratios and the oracle. With -v all=1
 # one tab-separated row per cell:

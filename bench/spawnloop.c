@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* spawnloop: what a preloaded library costs a short process. Runs a command
  * many times under two preload settings, run by run in alternation (A B,
  * B A, ...: each two runs an ABBA block), in pairs of N runs a side, and

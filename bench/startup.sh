@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make bench-start`: what loading libgc costs a process that never syncs,
 # against an object with nothing in it (bench/empty.c) preloaded the same
 # way. Each command runs START_RUNS times a side in every one of START_PAIRS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* streamw: the writer of `make bench-dirty`. Writes MB MiB of zeros to FILE
  * in 1 MiB write() calls, then fsyncs it once; prints on stdout
  * "mb_per_s=X write_s=Y fsync_ms=Z" (mb_per_s counts both phases, 10^6

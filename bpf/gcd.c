@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* gcd, the block-layer observer: loads gcd.bpf.c (tp_btf, or raw_tp where BTF
  * trampolines are missing), then every interval publishes per-disk, per-class
  * latency percentiles, rates and in-flight counts to core/blkstats.h's file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What gcd's BPF programs and its user space share: the keys and values of
  * the in-flight and per-(disk, class) maps, and the latency histogram's slot
  * layout. Included by BPF objects (after vmlinux.h) and by C programs. */

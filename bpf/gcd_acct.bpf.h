@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The accounting behind gcd's programs: the maps, and what an issue and a
  * completion do to them. Static inline, with the time and the request's
  * facts as arguments, so the test object drives the very same code with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* gcd's start-up recovery of intent logs: every log listed in
  * /etc/libgc/intent-logs (one absolute path a line, # comments) that holds
  * records not retired is replayed before gcd observes anything; run alone

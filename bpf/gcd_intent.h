@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gcd's recovery of intent logs at start-up (bpf/gcd_intent.c). */
 #ifndef GC_GCD_INTENT_H
 #define GC_GCD_INTENT_H

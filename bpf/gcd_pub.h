@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The seqlock on core/blkstats.h's file, both sides: gcd's writer and the
  * reader the tests use, plus the synthetic snapshots of gcd --synthetic,
  * whose every field follows from one generation number so a reader can tell

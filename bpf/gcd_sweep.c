@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The in-flight map's walk: see gcd_sweep.h. */
 #include <errno.h>
 #include <bpf/bpf.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gcd's walk of the in-flight map, apart from gcd.c so the tests drive it
  * on the test object's maps. At each publication the requests in flight are
  * counted there per (disk, class), and entries issued longer ago than an age

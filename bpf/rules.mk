@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The observer: gcd.bpf.c compiled for BPF (CO-RE, against the vendored
 # vmlinux.h), its skeleton generated into $(B)/bpf, and gcd linked with libbpf.
 # Plain `make` builds gcd only when clang, bpftool and libbpf are all there;

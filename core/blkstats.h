@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The block-device statistics file that gcd publishes and the library maps
  * read-only (default /run/libgc/blk.stats, mode 0644). One fixed layout, no
  * pointers. A writer bumps bs_seq to odd, writes, bumps it to even; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The SIGBUS guard of shared mappings (see busguard.h). Lock-free: a fixed
  * table of entries filled with compare-and-swap, read by the handler. */
 #include "core/busguard.h"

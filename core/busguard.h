@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared mappings a peer may cut short under us. Any process of the same
  * user can truncate a file in /dev/shm; the next access to a page past its
  * end raises SIGBUS. A guarded mapping hit that way is replaced by private

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Monotonic time in nanoseconds: the only clock the journal and policy use.
  * Policy code never calls it; it is handed `now` so tests drive a fake clock. */
 #ifndef GC_CLOCK_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* LIBGC_* parsing and validation. Pure: values come from a lookup function
  * and complaints go to a callback, so the same code serves the library's
  * constructor and the unit tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* LIBGC_* configuration: the variables the process started with, saved at
  * start-up and parsed once at first use, validated, immutable after. The
  * parser is pure (takes a lookup function) so unit tests feed it tables. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The library's side of the block-device observer (see devstats.h): sysfs
  * walks from st_dev to a whole disk, seqlock reads of gcd's file with
  * pread, and /proc/diskstats flush and write samples. No allocation, no libc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The block device as the library sees it: which whole disk a filesystem's
  * st_dev sits on (sysfs), gcd's per-disk statistics file (read-only, seqlock,
  * untrusted), and flush counts from /proc/diskstats when gcd is absent. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Dirty limiter state and its slow path (see dirty.h): write-behind with
  * sync_file_range(WRITE) every window, and a wait for the oldest range while
  * the device has more than its limit under writeback, watched with

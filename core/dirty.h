@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Dirty limiter state: per descriptor, the bytes written since writeback was
  * last started and the ranges under writeback; per device, the bytes under
  * writeback and the policy's limit. It never looks at a file's error state:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Descriptor table: fd -> sync flags the program asked for and the library
  * converted. Two-level, chunks mapped on first use; lookups are one or two
  * atomic loads, never a lock or an allocation (signal-handler safe). */

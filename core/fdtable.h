@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Descriptor table: which descriptors had O_SYNC/O_DSYNC asked by the program
  * and dropped by the library. One 64-bit word per fd, lock-free and
  * allocation-free on the lookup side so write() from a signal handler is safe. */

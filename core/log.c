@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Diagnostics: one formatted line per message, level-filtered by LIBGC_LOG,
  * written with a raw write(2) to fd 2 so logging never re-enters the shim. */
 #include "core/log.h"

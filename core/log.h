@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Diagnostics on stderr, written with the raw syscall so they never re-enter
  * the interposed write(). */
 #ifndef GC_LOG_H

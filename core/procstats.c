@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The per-process stats segment: made at the first sync request, removed
  * at exit, given up in a fork child; the pruning of segments that killed
  * processes left; and the reader's side for gcstat. The writer uses raw

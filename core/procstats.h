@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The per-process stats segment: this process's counters (core/stats.h)
  * placed in a file of its own, /dev/shm/libgc.stats-UID-PIDNS-PID (mode
  * 0600), so gcstat can read them live; removed at exit. Made at the

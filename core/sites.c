@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Capture of call sites with libunwind, on the sync path only, and only
  * when call sites are asked for: the chain of return addresses outside
  * this library (unw_backtrace's cached fast trace), each distinct chain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Call sites of sync requests: the chain of return addresses that led to a
  * request, named once (function, library, offset) and counted with its
  * requests, wait and commit time in a fixed table (a full table counts into

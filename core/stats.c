@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The process-wide counters, their per-thread slots and histograms, the
  * hooks that feed them, and their one-line rendering for the exit report. */
 #include "core/stats.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process-wide counters and histograms: what the program asked for and what
  * the library really issued; read by the exit report (LIBGC_REPORT) and, in
  * the per-process stats segment (core/procstats), by gcstat. Every request

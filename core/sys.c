@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Real system calls, the depth guard, the identity page, one-time steps
  * and the descriptor floor (see sys.h). */
 #include "core/sys.h"

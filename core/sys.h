@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The real system calls the journal makes, the per-thread depth guard, who
  * we are (pid, tid, and whether this process owns the library's state),
  * and one-time steps shared by threads. The shim fills in the real

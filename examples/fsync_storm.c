@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* fsync_storm: many threads or processes making small writes durable, the
  * workload of the demo, tests and benchmarks. A plain program with no tie to
  * the library: it is run bare and under the preload and must behave the same. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Example programs: workloads run bare and under the preload.  Built without
 # $(SAN): a sanitizer runtime refuses to start behind LD_PRELOAD=libgc.so.
 EXAMPLE_BINS := $(B)/examples/fsync_storm

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* synclat.so: times every fsync and fdatasync a program makes, as the program
  * sees them, for workloads that print no latencies of their own (fs_mark).
  * Preload it first, before libgc.so, so that it times libgc's answer too. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Real calls: a request's direct call, and the owner's call that a whole
  * transaction's handles of one inode share; which errors may be shared,
  * and releasing a multi-inode transaction's calls together. */

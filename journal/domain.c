@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Domain memory, private or shared: initialisation, the lock (a futex
  * word naming its holder), wait queues, and membership of shared ones.
  * Uses raw system calls only, so it works the same inside the preloaded

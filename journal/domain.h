@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Domains: the fixed-layout state that requests on one filesystem share, in
  * private memory (one process) or in a shared segment (every process of a
  * user on that filesystem). No pointers inside, so one code path serves both. */

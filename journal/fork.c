@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* fork and exit: atfork handlers keep the process's tables consistent
  * across fork; a child in another pid namespace leaves its parent's
  * segments; at exit the last member removes a segment. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The filesystems the journal groups requests on, and what each does with
  * a sync: whether one call covers the inode, and how a failed commit is
  * reported to the calls that come after it (see journal/fs.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the journal knows of each filesystem it groups requests on, keyed
  * by statfs(2) f_type: one table (fs.c), so that a fact about a
  * filesystem lives in one place. DESIGN.md "Filesystems" says why each is

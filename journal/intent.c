@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log, library side (journal/intent.h, DESIGN.md "Intent log"):
  * scope and configuration, what the write family wrote to files in scope,
  * the log request (records under the log lock, then the domain's grouped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The intent log, library side (LIBGC_INTENT, DESIGN.md "Intent log"):
  * small durable writes to files in scope are acknowledged once their bytes
  * are in the log and one real fdatasync of the log covered them; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log's format (journal/intent_fmt.h): CRC-32C, header copies,
  * building records, the scan with exact sequence numbers, and the replay
  * plan. Pure: the log is read through a callback. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The intent log's on-disk format, pure: header copies, records, CRC-32C,
  * the scan from the checkpoint (exact sequence numbers), and the replay
  * plan (which DATA records a RETIRE cancels). No system calls here: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log file (journal/intent_log.h): creation, header I/O, and
  * recovery: replay of the records not retired, in seq order, into files
  * found by path when the handle there matches, else by handle (root). */

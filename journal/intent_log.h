@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The intent log file: create it (gcrun --intent-init), read and write its
  * header, and recover it (gcrun --recover, gcd at start-up). Raw system
  * calls only, so the same code serves the tools and the library, whose own

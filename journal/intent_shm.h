@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The intent log's control segment (/dev/shm/libgc-intent2-UID-DEV-INO):
  * its layout, shared by journal/intent.c and the tests that play a peer
  * who died in the middle of changing it. Untrusted: every field is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The gc_ API's entry: a sync request finds its domain in this process's
  * table (one per filesystem), is sent to a direct real call or joins the
  * running transaction (txn.c), and collects its result. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The gc_ API: group commit of sync requests. A request joins the running
  * transaction of its domain (one per filesystem); at close, one real call per
  * distinct inode is issued on a participant's own descriptor and its result

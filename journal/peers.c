@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Peers: finding the handles, claims and leadership of processes and
  * threads that died, and taking them over, at least every reap interval
  * of a waiter's sleep. */

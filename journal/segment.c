@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared segments: naming (uid, filesystem, pid namespace, layout),
  * creating them complete, attaching and validating them. Everything read
  * from a segment is untrusted input: another process of the same user may

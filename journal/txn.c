@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Transactions and handles, all with j_lock held unless said: begin, join,
  * close, commit end, abandon; the protocol a handle runs until it has a
  * result; and undoing handles that lost the lock.

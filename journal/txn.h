@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the journal's files share among themselves (not part of the gc_
  * API): the handle, this process's table of domains, and the functions
  * one file calls in another. Lock order: gc_domains_lock, then a domain's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Dirty limiter policy (see dirty.h). Sources: mm/page-writeback.c (bandwidth
  * every 200 ms, smoothed over ~3 s, pauses capped at 200 ms), blk-wbt (a read
  * latency target scales background writeback down), Linus' streaming-write

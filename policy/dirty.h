@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Dirty limiter policy: how much written data a device may have under
  * writeback (the limit) and how often a writer starts writeback (the window).
  * Pure: state + sample + now -> new limit and window; no I/O, no clock. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Commit policies. Each decision is a pure function of configuration, the
  * domain's policy memory, a view of the running transaction and `now`; the
  * rules and their sources are in REFERENCES (jbd batching discussion, jbd2,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Commit policies: when to close a running transaction. Pure functions of
  * (configuration, state, transaction view, now): no I/O, no clock, no locks;
  * the caller holds whatever protects the state. Unit tests drive a fake clock. */

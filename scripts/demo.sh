@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make demo`: the same workloads bare and under libgc, side by side, on two
 # slow disks (a 1 ms flush like a cloud volume, a 4 ms flush like a SATA
 # disk) and on the machine's own disk, in about a minute.  Throughput,

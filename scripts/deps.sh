@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs the Debian packages the project tests and benchmarks with.  Called
 # by the make targets that need them (test, demo, bench, ...), never by plain
 # `make`.  Idempotent and quiet when everything is present.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The exec and spawn families. A converted descriptor that the new program
  * inherits would lose its O_SYNC/O_DSYNC there (the new program may not run
  * under libgc), so for the duration of the call every such descriptor is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Start-up and shut-down. Loading the library makes no system call of its
  * own: the constructor keeps the LIBGC_* variables, resolves the real
  * functions (dlsym) and registers the fork handlers; the variables are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The write family. A write to a descriptor whose O_SYNC/O_DSYNC was
  * converted, or a pwritev2 with RWF_SYNC/RWF_DSYNC on a regular file, is
  * completed by a group commit before it returns. Everything else is one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Calls that change a file other than by writing its bytes: truncate,
  * fallocate, rename, unlink, and writable shared mmap. Passed through;
  * with the intent log on, a file that has records there is checkpointed

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Generates the linker version script from syms.def: exactly the libc names
 # listed there are exported, and libgc's marker (shim/init.c); everything
 # else stays local.

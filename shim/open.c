@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The open family and descriptor bookkeeping: O_SYNC/O_DSYNC conversion at
  * open, copies on dup*, forgetting on close*, and fcntl(F_GETFL) reporting the
  * flag the program asked for. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Resolves the real functions with dlsym(RTLD_NEXT), so preload libraries
  * stacked after this one keep working. */
 #undef _FILE_OFFSET_BITS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The table of real functions (next in the lookup order after this library),
  * generated from syms.def. A NULL entry means the symbol does not exist in
  * this libc; wrappers then fall back to the raw system call. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The exit report (LIBGC_REPORT): what this process asked for and what
  * reached the kernel, as a short summary, the key=value line or JSON, on
  * stderr or appended to a file; from exit handlers and from _exit/_Exit,

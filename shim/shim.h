@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What every shim file shares: readiness, the per-thread depth guard, the
  * export macro and the coverage counters generated from syms.def. */
 #ifndef GC_SHIM_H

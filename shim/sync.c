@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The fsync family. fsync/fdatasync go through the journal; the rest is
  * passed through and counted. fsync stays a cancellation point. */
 #undef _FILE_OFFSET_BITS

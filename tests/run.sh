@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Runs test suites and sums their results into one closing line.
 # A suite is a Criterion binary (its "Synthesis:" line is read) or a script
 # printing TAP ("ok N - ...", "not ok N - ...", "# SKIP reason").  Each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # TAP helpers shared by the shell suites (sourced from the project root).
 # They count in $n; set n=0 and print the plan first.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* gcrun's intent-log actions: --intent-init PATH [--size SIZE] creates a
  * zero-filled, fully written log; --recover PATH replays the records not
  * retired into their files, fsyncs them and marks the log clean. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* gcstat: a live view of every process under libgc (their stats segments,
  * core/procstats.h) and, when gcd's stats file is fresh, of each disk
  * (core/blkstats.h). A terminal gets a redrawn screen; a pipe a scrolling

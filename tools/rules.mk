@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The tools: gcstat (live view of the stats segments and gcd's file) and
 # gcrun (launcher). Plain C, built by plain `make`.
 TOOLS_CORE := $(B)/core/procstats.o $(B)/core/stats.o $(B)/core/busguard.o $(B)/core/sys.o

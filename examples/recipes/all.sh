@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make recipes`: every recipe in turn on the 1 ms and 4 ms slow disks, their
 # tables one after the other (also into RECIPE_OUT when set).  Settings as in
 # lib.sh; RECIPES="sqlite postgres ..." picks some; RECIPE_FS="ext4 xfs" runs

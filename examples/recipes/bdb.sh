@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Berkeley DB (5.3, through perl's DB_File) under libgc: 8 processes, each
 # putting records into a btree file of its own and calling $db->sync after
 # every put, the way small daemons keep a durable key/value store.

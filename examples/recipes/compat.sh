@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `make compat`: other projects' own test suites, bare and under libgc, on
 # this machine's disk; a test that passes bare and fails under the library
 # is a new failure and fails the run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # git under libgc with core.fsync=all (core.fsyncMethod=fsync): loops of
 # "change a file, git add, git commit", 4 repositories side by side as on a
 # build machine.  Afterwards git fsck --strict in each and as many commits

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Shared by the recipes (sourced): slow disks that always come down (also on
 # Ctrl-C), runs bare / under libgc / under eatmydata, the sum of libgc's exit
 # reports, and the table every recipe prints.

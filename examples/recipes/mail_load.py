@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Maildir deliveries from several processes for a fixed time: each message
 is written to tmp/, fsynced, renamed into new/, and new/ is fsynced (what a
 careful MDA does).  Prints "delivered=N secs=S".  With --check, verifies that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Mail delivery under libgc: 8 processes delivering into one maildir (tmp/,
 # fsync, rename into new/, fsync new/), and the same with a real MDA,
 # maildrop, one process per message from 8 parallel loops (maildrop fsyncs

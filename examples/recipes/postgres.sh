@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # PostgreSQL 15 under libgc: pgbench -N (-c 8 -j 2) against a server whose
 # data directory is on the slow disk, the server started by pg_ctl with the
 # preload in its environment (every backend inherits it), as the postgres

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Redis under libgc: appendonly with appendfsync always, redis-benchmark -t
 # set with 16 clients over a unix socket (no TCP port).  Redis writes and
 # fdatasyncs its AOF once per event-loop pass for every client served in it,

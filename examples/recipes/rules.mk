@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Real programs under libgc (examples/recipes): `make recipes` runs every
 # recipe bare, under libgc and under eatmydata on 1 ms and 4 ms slow disks
 # (root, a few minutes); `make compat` runs other projects' own test suites

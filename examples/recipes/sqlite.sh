@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # SQLite under libgc: 8 threads each committing to a database of its own,
 # and 8 processes committing to one shared database, in WAL mode with
 # synchronous=FULL and in DELETE (rollback journal) mode.  One INSERT per

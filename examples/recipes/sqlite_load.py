@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """SQLite commits from several threads (a database each) or several processes
 (one shared database), one autocommitted INSERT per transaction, for a fixed
 time.  Prints "commits=N secs=S".  With --check, verifies every database

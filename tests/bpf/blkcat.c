@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* blkcat: reads gcd's stats file the way a reader must (seqlock copy) and
  * prints one snapshot as key=value lines, or hammers it for a while and
  * counts snapshots that break an invariant (--synthetic: any field that

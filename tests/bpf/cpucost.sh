@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # gcd's own CPU cost under fsync_storm -t 16: user+system time of the gcd
 # process over 10 s (from /proc/PID/stat), and the BPF programs' run time in
 # the kernel (kernel.bpf_stats_enabled), as % of one core, on the slow disk

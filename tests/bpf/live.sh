@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # gcd against real disks (TAP, needs root and BTF): refuses cleanly without
 # privilege or twice on one file; on the slow disk (ext4 on a loop device over
 # FUSE) its FLUSH p50 is the disk's 4 ms and WRITE bytes/s follows the

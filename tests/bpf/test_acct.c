@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* gcd's accounting through BPF_PROG_TEST_RUN: issue and completion steps with
  * known times, bytes and classes go through the same inline code as the
  * tracepoint programs; the maps are then read from here. Needs root. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Power-cut checker: scans the files a crashload run left behind for intact
  * records and compares them with the acknowledgements the harness recorded.
  * Every acknowledged record must be found whole, with a correct checksum;

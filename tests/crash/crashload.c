@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Power-cut workload: threads or processes append numbered, checksummed
  * records to a shared file or one file each, make each durable (fsync,
  * fdatasync, O_DSYNC) and only then report its id on the ack descriptor.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Injected EIO under the library on the real slow disk (TAP): a failed real
 # sync fails every request it covered and lets none succeed, and the later
 # syncs of every descriptor answer what the bare kernel answers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* eioload: the programs of the injected-EIO suite (eio.sh): a concurrent
  * write+sync load that has a fault injected mid-run, a scripted sequence of
  * calls whose results are compared bare against libgc, and a spy-log check. */

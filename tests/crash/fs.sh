@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The suites whose answers depend on the filesystem, on each one the slow
 # disk makes (TAP): the durability matrix (tests/e2e/test_durable, run in a
 # folder of that filesystem), the injected-EIO suite (tests/crash/eio.sh)

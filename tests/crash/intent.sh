@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The intent log's power-cut suite of `make test`: a few record trials
 # under libgc with LIBGC_INTENT (a small log that laps, records overwritten
 # in place in some, a cut during recovery in some), recovered before each

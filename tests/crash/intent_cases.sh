@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The intent log's attacks, each a power cut (TAP): intentcut runs a case on
 # the volatile slow disk (bare, then under libgc with LIBGC_INTENT), copies
 # what its syncs acknowledged aside and stops itself before any checkpoint;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Injected EIO with the intent log (TAP): the same scripted calls bare and
 # under libgc with LIBGC_INTENT on the slow disk give the same answers,
 # call by call and descriptor by descriptor (eioload seq, as in eio.sh).

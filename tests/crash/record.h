@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* On-disk record and acknowledgement formats shared by the power-cut workload
  * (crashload) and the checker (crashcheck): a record's length and payload are
  * both derived from its id, so the checker can rebuild and compare it. */

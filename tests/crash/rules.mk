@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Power-cut trials: the workload and checker programs, the short TAP suite
 # for `make test`, and `make crashtest TRIALS=N` with a summary table.
 CRASH_BINS := $(B)/tests/crash/crashload $(B)/tests/crash/crashcheck

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The power-cut suite of `make test`: a short series of trials under libgc
 # (one TAP line each) and the same trials under eatmydata as the control
 # (one summary line). Skips when the slow disk cannot run (not root, no FUSE).

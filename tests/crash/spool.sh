@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The spool power-cut suite of `make test`: a few maildir-style deliveries
 # (tmp/, sync, rename into new/, fsync new/) under libgc, one TAP line each,
 # and the same trials under eatmydata as the control, which must lose

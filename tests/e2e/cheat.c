@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A deliberately broken sync layer, placed between the spies to prove that the
  * checker catches each way a group-commit library could weaken durability.
  * CHEAT_MODE=skip|weak|stale|swallow|otherino selects the fault. */

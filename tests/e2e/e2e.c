@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Harness shared by the end-to-end suites: scratch directory, spawning under
  * LD_PRELOAD with a deadline, exit report and spy log helpers. The runner is
  * started from the project root; paths are made absolute from there. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Harness shared by the end-to-end suites: a scratch directory on the real
  * disk, spawning programs under a chosen LD_PRELOAD with a hard timeout, and
  * reading the library's exit report and the spy log. */

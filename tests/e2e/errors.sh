@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The differential error suite (TAP): programs whose writes fail to write back
 # (the slow disk's eio-write fault under their blocks) print what each of
 # their syncs answered, bare and under libgc with the dirty limiter at every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The intent log's traps (TAP): for each case intentprog acknowledges a
 # small write through the log, then makes a change that must retire or
 # checkpoint it (a larger write through a real fsync, truncate, rename,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # End-to-end tests: spy preloads, the durability checker, small programs run
 # under LD_PRELOAD, and the Criterion suites that spawn them.
 E2E      := $(B)/tests/e2e

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Spy preload for the end-to-end tests, built twice: SPY_OUTER (before the
  * library) logs the program's sync requests, SPY_INNER (after it) logs the
  * real calls the library issues and can inject EIO or delay into them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The spy's log format and the durability checker over it. One record per
  * sync-relevant call, seen from outside the library: the outer spy logs what
  * the program asked, the inner spy logs the real calls the library issued. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The durability checker: loads a spy log and matches every successful
  * program sync request with a real call that covers it (same inode, nested in
  * time, successful, strong enough). Linked into the e2e suites and spycheck. */

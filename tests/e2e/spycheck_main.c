@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* spycheck LOG: the durability checker as a command, for runs made by hand.
  * Prints every violation and a summary line; exits 1 when the rule is broken
  * (uncovered success, EIO without a failed real call, malformed log). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The dirty limiter end to end, on the project's slow disk: with its waits
  * running into failed writeback, the program's fsyncs answer as bare; every
  * write-family call is counted. (tests/e2e/errors.sh asks the same of many

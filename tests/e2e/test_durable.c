@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The durability rule checked from outside: every policy and sync route,
  * 1-16 threads, shared file and file per thread, several processes;
  * batching where it must happen; injected EIO reaches exactly its requests. */

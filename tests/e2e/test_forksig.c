@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A signal handler that syncs while its thread forks: the handler may run
  * between the atfork handlers (the kernel even runs it in the middle of
  * fork, then restarts the fork), where the library must not hold a lock its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Hardening seen from outside: children that ran no atfork handler, peers in
  * another pid namespace, a descriptor's own error, a stopped lock holder,
  * segments corrupted under live processes or left half made, a full member

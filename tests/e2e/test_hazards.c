@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Hazards around the commit path: fork with commits in flight, writes from a
  * signal handler, cancellation of a waiting thread, and other preload
  * libraries stacked before and after the library. No hang, no lost result. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Converted descriptors at the edges of the process: what exec, spawn,
  * system and fdopen hand on, which file a racing program's bytes land in,
  * that record locks never vanish, and that a write racing close is synced. */

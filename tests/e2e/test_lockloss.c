@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Handles that lose the shared lock: a live process stopped while it holds
  * the segment's lock makes the requests waiting in transactions give up on
  * it and make their own real calls. Once it is gone, the segment must be as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Peers taken for dead while alive: a process whose identity as the library
  * cached it is stale (a _Fork child: no atfork handler ran) looks dead to
  * its peers, which may undo its part of a transaction. Whatever they do,

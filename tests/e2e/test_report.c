@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The exit report arrives and is honest: after the program closed stderr,
  * from _exit and _Exit, only for processes that synced (unless "all"), in
  * its three forms, appended to a file or said on stderr when it cannot be;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What a program can observe besides durability: errno and error results as
  * on the bare kernel, F_GETFL and the sync flag across dup/close/reuse/exec,
  * LIBGC_DISABLE as a pass-through, and one clear line per bad variable. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Cross-process domains (shared segments) seen from outside: durability and
  * batching across processes, SIGKILLed participants (chaos), segments that
  * fail validation, and stale segments left by processes that all died. */

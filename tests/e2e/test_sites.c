@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Call sites: the exit report names the function that made the sync
  * requests and its library (fsync and O_DSYNC writes), LIBGC_SITES=0 turns
  * them off, and LIBGC_SCOPE groups the requests whose chain passes through

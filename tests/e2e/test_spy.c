@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The spies and the checker on their own, without the library: a bare
  * program passes, and each way of weakening durability (a deliberately broken
  * sync layer between the spies) is caught. The other suites rely on this. */

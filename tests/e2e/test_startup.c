@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Invisible until it helps: a process that loads the library and never
  * syncs sees the same system calls, descriptors and files as under an
  * empty preload; one that syncs gets no descriptor in its range, a small

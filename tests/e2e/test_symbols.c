@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Every interposed libc name is reached and counted (shim/syms.def against the
  * exit report), the report itself (keys, one line per process, stderr form),
  * and synchronous I/O from another library's constructor. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Everyday tools under the library: cp, dd (conv=fsync, oflag=dsync), tar,
  * rsync --fsync, sqlite3, git with core.fsync=all, python3's os.fsync and
  * perl's IO::Handle::sync, each run bare and under libgc with the same input

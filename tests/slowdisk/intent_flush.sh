@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The intent log's fdatasync is one cache flush (TAP), from the slow disk's
 # flush counter: one thread, 300 logged fdatasyncs on a log made by
 # gcrun --intent-init (zero-filled, fully written) cost about 300 flushes;

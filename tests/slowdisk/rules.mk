@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The slow test disk: a FUSE daemon serving a loop device's backing file,
 # the probe its self-test drives, and the self-test itself (needs root).
 SLOWDISK_BINS := $(B)/tests/slowdisk/slowdiskd $(B)/tests/slowdisk/sdprobe

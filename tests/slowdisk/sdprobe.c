@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* sdprobe: the small I/O steps the slow-disk self-test needs done exactly:
  * timed fsyncs, a write + fsync reporting errno by name, O_DIRECT writes and
  * reads that bypass the page cache, and a byte-pattern count over an image. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Self-test of the slow test disk (TAP): the injected flush latency reaches
 # fsync, flushed data survives a power cut, unflushed data does not (unless
 # the cut is told to keep it), and an injected flush EIO reaches fsync.

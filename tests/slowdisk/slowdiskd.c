@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* slowdiskd: FUSE daemon serving one disk image to a loop device, with set
  * flush latency and bandwidth, a volatile write cache that a power cut drops,
  * and injected faults; also the client of its control socket (`ctl`). */

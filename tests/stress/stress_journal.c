@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Threads hammering the journal through the real wrappers, linked into the
  * program instead of preloaded, so sanitizers (ThreadSanitizer above all)
  * see every access. Prints TAP. Run by `make tsan` and `make asan`, and

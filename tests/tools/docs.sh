@@ -6,7 +6,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 n=0
-echo "1..4"
+echo "1..5"
 
 vars=$(grep -rhoE 'LIBGC_[A-Z0-9_]+' --include=*.c --include=*.h core journal policy shim tools bpf | sort -u)
 undoc=
@@ -58,3 +58,10 @@ done
 front=$(sed -n '1,/^## Details/p' README.md | wc -l)
 [ "$front" -le 170 ] && ok "README is a front door: $front lines up to its Details section (at most 170)" ||
 	not_ok "README front door" "$front lines before '## Details': move the detail into docs/ or bench/results/"
+
+# The license of every source file, in the file (scripts/spdx.sh says which).
+if spdx=$(bash scripts/spdx.sh --check 2>&1); then
+	ok "every source file has its SPDX-License-Identifier line"
+else
+	not_ok "SPDX lines" "$(head -n 5 <<<"$spdx")"
+fi

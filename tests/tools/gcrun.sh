@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # gcrun: help and version, LD_PRELOAD prepended and kept, options mapped to
 # LIBGC_*, the report of a workload run through it, warnings for static and
 # Go programs, exit status and death by signal passed through; a libgc.so

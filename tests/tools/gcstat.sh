@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # gcstat against a workload with a known number of requests: --json, -p,
 # pruning of dead processes' segments, the plain table on a pipe, the live
 # screen as a person sees it in a terminal (tmux; skipped without it), and

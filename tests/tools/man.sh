@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The manual: a page for every tool, every LIBGC_* variable the code reads
 # documented in libgc(7), the pages render without warnings, and
 # make install (DESTDIR) installs the library (in a directory of its own),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* LIBGC_* parsing through a table-driven lookup: defaults, every variable's
  * good values, and bad values that must give exactly one warning naming the
  * variable and its accepted form while the default stays. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* core/devstats: seqlock reads of gcd's file against a writer rewriting it
  * in place, freshness and validation, files truncated or replaced under us,
  * /proc/diskstats parsing and the flush estimate's sources, and st_dev to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The dirty limiter: the pure controller with a fake clock (limit and window
  * from bandwidth, target and read-latency scale; bandwidth from waits, from
  * the observer and from the disk's counters; read p99 feedback; the waits'

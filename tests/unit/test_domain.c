@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Shared-segment protocol: creation, attachment from another process,
  * validation of bad segments (random bytes, truncated, wrong owner or mode,
  * symlink), recovery from a lock owner that died, membership and reclaim,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The descriptor table: set/get, dup-style copies, the close protocol
  * against a reused number, iteration, range clears across chunks, bounds,
  * and concurrent use from several threads. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The table of filesystems (journal/fs.c): which ones group requests and
  * which keep the held-request error rule, looked up by a descriptor's
  * statfs type, here on the filesystems this machine has at hand. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log's format and recovery: CRC-32C, header copies (a torn one
  * leaves the previous), the scan's exact sequence numbers (a stale lap, a
  * torn record, WRAP), RETIRE in the replay plan (a real call over logged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Commit policies driven by a fake clock: the adaptive rules (lone writer,
  * fast device, count or deadline, drop-outs, activity window), the
  * group-or-direct controller, jbd2, siblings, fixed, none, and granularity. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared bits of the unit suites. They link the core objects without the
  * shim, so each suite supplies the library-wide configuration that
  * core/log.o refers to, plus a fake clock origin and time units. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cancel DIR [-r ROUNDS]: threads cancelled while they wait in fsync,
  * fdatasync or an O_DSYNC write next to workers syncing the same file; the
  * victims must be joinable soon and the workers keep making progress. */

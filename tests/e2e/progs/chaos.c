@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* chaos: worker processes keep syncing a shared file and files of their own
  * while the driver SIGKILLs one at a time (at a random moment, while the
  * shared segment shows it issuing a real call, or while it waits in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* ctorprog DIR: linked against libctor, whose constructor did synchronous I/O
  * before main. Checks that it succeeded and the data is there, then does a
  * little I/O of its own. Prints "ctorprog: ctor_fsyncs=N main_fdatasyncs=M". */

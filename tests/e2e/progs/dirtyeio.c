@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* dirtyeio: writeback errors and the dirty limiter.
  *   dirtyeio prep FILE MB    writes and fsyncs MB MiB, prints the file's
  *                            extents on the disk: "ext OFFSET LENGTH"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* durable: threads (and processes) doing synchronous writes through every
  * route the library converts, for the spy to judge; each request writes its
  * own region, read back and verified at the end. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* errnos DIR: error results and errno of every interposed call, one line
  * per case ("name: rc errno"), to compare a run under the library with a
  * bare run line by line. */

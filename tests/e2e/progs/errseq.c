@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* errseq: the programs of the differential error suite (tests/e2e/errors.sh).
  * Each scenario writes over a file whose blocks fail to write back (the slow
  * disk's eio-write fault) and prints, on one line, what its syncs answered;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* fdsync: the sync flag follows open file descriptions, not numbers:
  * F_GETFL and synchronous writes through dup/dup2/dup3/F_DUPFD/fork, number
  * reuse after close and close_range, and across exec. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* forker DIR [-t THREADS] [-k FORKS]: worker threads keep commits in flight
  * while the main thread forks (and posix_spawns); each child syncs through
  * inherited and new descriptors from two threads of its own. */

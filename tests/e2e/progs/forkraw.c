@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* forkraw DIR [-n ROUNDS] [-p]: the parent and a child made with _Fork (no
  * atfork handlers run: whatever the library cached about its thread is
  * stale in the child) each fsync a file of their own, at the same time, in

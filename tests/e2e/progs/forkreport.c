@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* forkreport DIR: one fsync in the parent, then two children that each make
  * one fsync and leave through exit(); the exit report must hold one line per
  * process. Prints the pids. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* forksig DIR [-s MSEC] [-i USEC] [-k]: a signal handler fsyncs while the
  * thread it interrupts forks in a loop (children _exit at once) and fsyncs
  * itself. The signal lands anywhere, also between the atfork handlers, where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* hammer [-p PROCS] [-t THREADS] [-n COUNT] [-T MS] [-m fsync|fdatasync] [-e]
  *        [-k MS] FILE:
  * PROCS forked processes of THREADS threads each write and sync FILE (or,

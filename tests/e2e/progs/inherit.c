@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* inherit: converted O_SYNC/O_DSYNC descriptors around exec, spawn, system
  * and fdopen, and writes racing close: what a new program inherits, which
  * file the bytes land in, and that record locks are never dropped silently. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log's power-cut cases (tests/crash/intent_cases.sh): each case
  * makes a file durable once, acknowledges a write through the log, then
  * does what the case attacks and a last sync; after every sync returned,

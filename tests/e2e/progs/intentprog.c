@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The intent log's traps, one case each (tests/e2e/intent.sh): a file is
  * made durable once (a real fsync), a small write is acknowledged through
  * the log, then something that must retire or checkpoint it happens, and

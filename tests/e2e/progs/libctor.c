@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A shared library whose constructor does synchronous I/O (open O_DSYNC,
  * write, fsync) before main, possibly before the preloaded library's own
  * constructor has run. ctorprog links it and checks what happened. */

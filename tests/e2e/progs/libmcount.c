@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Counts malloc, calloc and realloc calls of this thread, for the test that
  * the library's call-site capture allocates nothing: siteprog finds
  * mcount_thread() with dlsym when this library is preloaded. */

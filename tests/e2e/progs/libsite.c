@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A library with a named function that makes the sync requests, for the
  * call-site tests: the exit report and gcstat --sites must name it and this
  * library; LIBGC_SCOPE=lib:libsite.so or fn:site_flush_log must take in

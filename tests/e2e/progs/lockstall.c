@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* lockstall: worker processes keep syncing one file through the shared
  * segment while another process takes the segment's lock and is stopped
  * with it (SIGSTOP) for longer than the library waits for a lock, several

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* members -n N FILE PROG [ARG...]: N processes each sync FILE once (under
  * the inherited preload, so each becomes a member of FILE's shared domain)
  * and stay alive; once all have, PROG runs without LD_PRELOAD (it sets its

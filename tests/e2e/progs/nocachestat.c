@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* nocachestat CMD ARGS...: runs CMD where cachestat(2) fails with ENOSYS, as
  * on kernels before 6.5 (a seccomp filter, kept across exec), so that the
  * dirty limiter's paced waits can be tested on any kernel. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* nosync DIR [WORD]...: what a process does that loads the library and,
  * unless told, never syncs: buffered writes to /dev/null (60 KB, under the
  * dirty limiter's first look at a descriptor) and to a file, reads, a

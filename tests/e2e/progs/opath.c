@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* opath [-t THREADS] [-n COUNT] FILE: THREADS threads fsync one ordinary
  * descriptor of FILE while as many fsync an O_PATH descriptor of it, COUNT
  * times each. Bare, the O_PATH descriptor's fsync fails with EBADF and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* peerdeath DIR [-w WORKERS] [-k KILLS]: worker processes sync one file
  * while victim processes doing the same are SIGKILLed at varied moments;
  * the workers must keep making progress after every kill, and end. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* pidns PROG [ARG...]: runs PROG twice at once, one copy in this pid
  * namespace and one as the first process of a new one (root only), both
  * seeing the same /dev/shm and uid, as containers sharing it do. Exits 0

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* rawfork -m _Fork|clone|sysfork|vfork [-F] [-t THREADS] [-k CHILDREN]
  * [-n COUNT] DIR: the parent's threads (its main thread too) keep syncing
  * files of their own while the main thread makes children the ways that

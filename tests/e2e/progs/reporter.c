@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* How a process ends, for the exit report's tests: N fsyncs of a file in DIR
  * (by T threads), then optionally close stderr (as gnulib's close_stdout
  * does), optionally wait for SIGUSR1 or stdin's end, then leave through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* sigwrite DIR [-n OPS] [-i USEC]: a SIGALRM handler write()s to a pipe and
  * an O_DSYNC file while two threads loop in fsync, fdatasync and O_DSYNC
  * writes; must finish, every call succeeding (no EINTR leaking out). */

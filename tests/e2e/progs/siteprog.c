@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Sync requests from known call sites: threads that fsync through
  * libsite.so's site_flush_log, and (mode mix) as many that fsync from this
  * program's own local_flush; mode osync writes through an O_DSYNC

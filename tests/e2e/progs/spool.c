@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* A mail spool: N processes deliver messages (write into tmp/, fsync the
  * file, rename into new/, fsync new/), the pattern of maildir delivery
  * agents. Prints "delivered=N" on success.

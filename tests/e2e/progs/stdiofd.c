@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* stdiofd DIR: O_DSYNC descriptors written by routes that bypass the write
  * family: stdio (fdopen, fprintf, fflush, fclose: glibc's internal write and
  * close, which no preload sees) and sendfile. */

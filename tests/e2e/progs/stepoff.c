@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Threads that each sync their own file and then the directory they share,
  * in rounds (SQLite's rollback journal, a spool). After WARM rounds all
  * together, thread 0 syncs the directory once more, which puts it one step

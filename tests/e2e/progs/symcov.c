@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* symcov DIR: calls every libc name the library exports at least once, each
  * successfully, and checks the bytes landed; the suite matches the exit
  * report's sym.<name> counts against shim/syms.def. */
