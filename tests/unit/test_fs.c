@@ -66,7 +66,7 @@ Test(fs, rules_by_type)
 		cr_expect(fs->fs_flags & GC_FS_HELD_FAIL);
 		break;
 	case 0x58465342:
-		cr_expect_eq(fs->fs_flags, GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO);
+		cr_expect_eq(fs->fs_flags, GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO | GC_FS_INTENT);
 		break;
 	case 0x9123683E:
 		cr_expect_eq(fs->fs_flags, GC_FS_GROUP | GC_FS_RELEASE_WAIT);
@@ -87,9 +87,9 @@ struct fs_case {
 ParameterizedTestParameters(fs, slowdisk)
 {
 	static struct fs_case cases[] = {
-		{ "ext4", "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
-		{ "ext4-fc", "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL },
-		{ "xfs", "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO },
+		{ "ext4", "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT | GC_FS_INTENT },
+		{ "ext4-fc", "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_INTENT },
+		{ "xfs", "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO | GC_FS_INTENT },
 		{ "btrfs", "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT },
 	};
 
