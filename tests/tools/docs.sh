@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The written docs stay true to the tree: every LIBGC_* the code reads has a
-# row in docs/configuration.md, every relative link and anchor resolves, the
+# row in docs/configuration.md and in the README's table, every relative link and anchor resolves, the
 # results index lists every results file, and the README stays a front door.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
@@ -11,10 +11,12 @@ echo "1..5"
 vars=$(grep -rhoE 'LIBGC_[A-Z0-9_]+' --include=*.c --include=*.h core journal policy shim tools bpf | sort -u)
 undoc=
 for v in $vars; do
-	grep -q "^| \`$v\` |" docs/configuration.md || undoc+=" $v"
+	for d in docs/configuration.md README.md; do
+		grep -q "^| \`$v\` |" "$d" || undoc+=" $v ($d)"
+	done
 done
-[ -z "$undoc" ] && ok "docs/configuration.md has a row for all $(wc -w <<<"$vars") LIBGC_* variables the code reads" ||
-	not_ok "LIBGC_* variables in docs/configuration.md" "no row:$undoc"
+[ -z "$undoc" ] && ok "docs/configuration.md and the README have a row for all $(wc -w <<<"$vars") LIBGC_* variables the code reads" ||
+	not_ok "LIBGC_* variables in docs/configuration.md and the README" "no row:$undoc"
 
 # GitHub's anchor of a heading: lower case, punctuation dropped, spaces to -
 anchors() {
