@@ -117,20 +117,27 @@ static int refused_visit(void *ctx, const struct gi_found *f)
 	return 0;
 }
 
-int64_t gi_log_state(int fd, struct gi_end *end, uint64_t *refused)
+/* The records the log holds past its checkpoint (their count, and the end
+ * in @end), each shown to @visit when it is given. */
+static int64_t scan_log(int fd, struct gi_end *end, gi_visit_fn visit, void *vctx)
 {
 	size_t bufsz = gi_rec_len(GI_HANDLE_MAX, GI_PATH_MAX, 0) + (4u << 20);
 	uint8_t *buf = malloc(bufsz);
 	struct gi_hdr h;
 	int r = gi_log_header(fd, &h);
 
-	*refused = 0;
 	if (!buf)
 		return -ENOMEM;
 	if (!r)
-		r = gi_scan(&h, gi_log_read, &fd, buf, bufsz, refused_visit, refused, end);
+		r = gi_scan(&h, gi_log_read, &fd, buf, bufsz, visit, vctx, end);
 	free(buf);
 	return r < 0 ? r : (int64_t)end->e_records;
+}
+
+int64_t gi_log_state(int fd, struct gi_end *end, uint64_t *refused)
+{
+	*refused = 0;
+	return scan_log(fd, end, refused_visit, refused);
 }
 
 static int first_visit(void *ctx, const struct gi_found *f)
@@ -167,17 +174,7 @@ int gi_log_dirty(int fd)
 
 int64_t gi_log_pending(int fd, struct gi_end *end)
 {
-	size_t bufsz = gi_rec_len(GI_HANDLE_MAX, GI_PATH_MAX, 0) + (4u << 20);
-	uint8_t *buf = malloc(bufsz);
-	struct gi_hdr h;
-	int r = gi_log_header(fd, &h);
-
-	if (!buf)
-		return -ENOMEM;
-	if (!r)
-		r = gi_scan(&h, gi_log_read, &fd, buf, bufsz, NULL, NULL, end);
-	free(buf);
-	return r < 0 ? r : (int64_t)end->e_records;
+	return scan_log(fd, end, NULL, NULL);
 }
 
 int gi_log_create(const char *path, uint64_t size)
