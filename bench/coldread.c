@@ -17,13 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+#include "core/clock.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -58,25 +52,25 @@ int main(int argc, char **argv)
 	{
 		double secs = atof(argv[4]);
 		uint64_t period = (argc > 5 ? (uint64_t)atoi(argv[5]) : 20) * 1000000ULL;
-		uint64_t t0 = now_ns(), next = t0, end = t0 + (uint64_t)(secs * 1e9);
+		uint64_t t0 = gc_now_ns(), next = t0, end = t0 + (uint64_t)(secs * 1e9);
 		size_t cap = (size_t)(secs * 1e9 / (double)period) + 16, k = 0;
 		uint64_t *lat = calloc(cap, sizeof(*lat)), *lag = calloc(cap, sizeof(*lag));
 		unsigned int seed = (unsigned int)getpid();
 		struct stat st;
 
-		while (now_ns() < end && k < cap) {
+		while (gc_now_ns() < end && k < cap) {
 			uint64_t a, b, due = next;
 			struct timespec ts;
 
 			snprintf(path, sizeof(path), "%s/f%05d", argv[2], rand_r(&seed) % n);
-			a = now_ns();
+			a = gc_now_ns();
 			if (stat(path, &st) < 0 || (fd = open(path, O_RDONLY)) < 0) {
 				perror(path);
 				return 1;
 			}
 			if (read(fd, buf, sizeof(buf)) < 0)
 				perror("read");
-			b = now_ns();
+			b = gc_now_ns();
 			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 			close(fd);
 			lat[k] = b - a;
@@ -86,7 +80,7 @@ int main(int argc, char **argv)
 			/* reads that fell due while this one ran start at once,
 			 * each timed from when it was due */
 			next += period;
-			if (next > now_ns()) {
+			if (next > gc_now_ns()) {
 				ts.tv_sec = (time_t)(next / 1000000000ULL);
 				ts.tv_nsec = (long)(next % 1000000000ULL);
 				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #define MAX_THREADS 64
 #define MAX_ROUNDS 1000
 #define MAX_SIZE (1 << 20)
@@ -39,14 +41,6 @@ struct worker {
 
 static const char *prog = "microbench";
 static pthread_barrier_t round_barrier;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -101,19 +95,19 @@ static int one_round(struct worker *w, long calls, double *ns_out)
 	if (o->op == OP_WRITE) {
 		if (lseek(w->fd, 0, SEEK_SET) < 0)
 			return errno;
-		t0 = now_ns();
+		t0 = gc_now_ns();
 		err = write_n(w->fd, w->buf, o->size, calls);
-		sum = now_ns() - t0;
+		sum = gc_now_ns() - t0;
 		if (err)
 			return err;
 	} else {
 		for (i = 0; i < calls; i++) {
 			if (write(w->fd, w->buf, o->size) != (ssize_t)o->size)
 				return errno ? errno : EIO;
-			t0 = now_ns();
+			t0 = gc_now_ns();
 			if (fsync(w->fd) < 0)
 				return errno;
-			sum += now_ns() - t0;
+			sum += gc_now_ns() - t0;
 		}
 		/* keep the file small: the next round rewrites the same bytes */
 		if (lseek(w->fd, 0, SEEK_SET) < 0)

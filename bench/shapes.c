@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #define MAX_WORKERS 256
 #define PAGE 4096
 /* The database a DELETE-like worker rewrites pages of, and how far a WAL
@@ -81,14 +83,6 @@ struct worker {
 };
 
 static const char *prog = "shapes";
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ns(uint64_t ns)
 {
@@ -263,7 +257,7 @@ static void burst_wait(struct worker *w)
 
 	if (!on || !off)
 		return;
-	at = (now_ns() - w->sh->t0) % (on + off);
+	at = (gc_now_ns() - w->sh->t0) % (on + off);
 	if (at >= on)
 		sleep_ns(on + off - at);
 }
@@ -304,12 +298,12 @@ static void *worker_run(void *arg)
 		if (think > 0)
 			sleep_ns(exp_ns(&w->rng, think));
 		burst_wait(w);
-		t0 = now_ns();
+		t0 = gc_now_ns();
 		if (t0 >= deadline)
 			break;
 		if (txn_run(w, s, txn, &reqs) < 0)
 			break;
-		t1 = now_ns();
+		t1 = gc_now_ns();
 		r->txns++;
 		r->hist[bucket(t1 - t0)]++;
 		if (t1 >= deadline)
@@ -514,7 +508,7 @@ int main(int argc, char **argv)
 			exit(sh->res[i].errors ? 1 : 0);
 		}
 	}
-	sh->t0 = now_ns();
+	sh->t0 = gc_now_ns();
 	close(go[1]);
 	for (i = 0; i < o.workers; i++) {
 		int st;
@@ -527,7 +521,7 @@ int main(int argc, char **argv)
 			failed = 1;
 		}
 	}
-	t1 = now_ns();
+	t1 = gc_now_ns();
 	for (i = 0; i < o.workers; i++) {
 		txns += sh->res[i].txns;
 		reqs += sh->res[i].reqs;

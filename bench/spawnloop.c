@@ -14,20 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 extern char **environ;
 
 #define MAX_PAIRS 1000
 #define MAX_ENV 4096
 
 static const char *prog = "spawnloop";
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -73,7 +67,7 @@ static void make_env(struct side *s)
 /* One run of @argv under @s: its wall time in seconds. */
 static double run_once(struct side *s, char **argv)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = gc_now_ns();
 	pid_t pid;
 	int st, r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, s->env);
 
@@ -90,7 +84,7 @@ static double run_once(struct side *s, char **argv)
 		fprintf(stderr, "%s: %s failed (status %d)\n", prog, argv[0], st);
 		exit(1);
 	}
-	return (double)(now_ns() - t0) / 1e9;
+	return (double)(gc_now_ns() - t0) / 1e9;
 }
 
 static int cmp_double(const void *a, const void *b)
