@@ -23,3 +23,8 @@ not_ok() {
 sd() {
 	timeout 120 bash "$SD" "$@"
 }
+
+# kv KEY: the value of KEY in the key=value words of stdin (the last match)
+kv() {
+	tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1
+}

@@ -85,11 +85,6 @@ trap 'exit 130' INT TERM
 
 . tests/tap.sh
 
-# Value of KEY in the key=value words of the text on stdin (last match).
-kv() {
-	tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1
-}
-
 # A fresh disk: M is its mount point, or empty when it could not be made.
 # "Cannot run here" (77) skips the tests not yet run.
 fresh_disk() {

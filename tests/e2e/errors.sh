@@ -80,10 +80,6 @@ trap 'exit 130' INT TERM
 
 . tests/tap.sh
 
-kv() {
-	tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1
-}
-
 # Writes can be slow (50 MB/s) so that the limiter really waits; a 1 ms flush.
 out=$(sd up --name "$NAME" --size-mb 512 --flush-us 1000 --write-mbps 50 2>&1) || {
 	rc=$?
