@@ -21,13 +21,33 @@ enum spy_kind {
 	SPY_SYNCFS = 5,		/* syncfs(fd), real calls only: covers its whole filesystem */
 };
 
+/* What the kernel answers a sync of an inode after another sync of its
+ * filesystem failed (DESIGN.md "Filesystems"), as the spy saw the inode. */
+enum spy_rule {
+	/* a failed commit is counted as done: a later sync of a change it
+	 * held finds nothing to commit and answers 0 (ext4, f2fs, an xfs
+	 * directory). Also every filesystem not examined, and a call whose
+	 * inode could not be told: the cautious reading */
+	SPY_RULE_HELD = 0,
+	/* each sync's own answer is true: a failed commit makes every later
+	 * sync fail by itself (xfs shuts down, btrfs turns read-only), and a
+	 * failed flush leaves nothing the next call's own flush misses (an
+	 * xfs regular file, btrfs) */
+	SPY_RULE_OWN = 1,
+};
+
+/* The inner spy failed this real call itself (SPY_EIO_*): the kernel never
+ * saw it, and the filesystem is as healthy as before. */
+#define SPY_F_INJECTED 1
+
 /* Fixed size so that O_APPEND writes of whole records from many threads and
  * processes never interleave. */
 struct spy_rec {
 	uint32_t r_magic;
 	uint8_t r_role;		/* enum spy_role */
 	uint8_t r_kind;		/* enum spy_kind */
-	uint16_t r_pad;
+	uint8_t r_rule;		/* enum spy_rule, of the call's inode */
+	uint8_t r_flags;	/* SPY_F_* */
 	int32_t r_pid;
 	int32_t r_tid;
 	int32_t r_fd;
@@ -85,9 +105,12 @@ struct spy_summary {
  * call began, ended at or before it returned, successful, and strong enough
  * (fsync for fsync/O_SYNC/RWF_SYNC; fdatasync suffices otherwise; a real
  * synchronous write covers only the program write it belongs to, same thread;
- * a real syncfs on the same device covers every call nested around it), and
- * no real sync of its filesystem failed with EIO or EROFS while it was held
- * before the first of those began (give or take SPY_FAIL_SLACK_NS).
+ * a real syncfs on the same device covers every call nested around it), and,
+ * for an inode of SPY_RULE_HELD, no real sync of its filesystem failed with
+ * EIO or EROFS while it was held before the first of those began (give or
+ * take SPY_FAIL_SLACK_NS). A failed request must have a failed real call on
+ * its inode in its window, or (SPY_RULE_HELD: any; SPY_RULE_OWN: one the
+ * kernel made, not injected) a failure of its filesystem while it was held.
  * Prints one line per violation (at most @max_print) to @out when non-NULL.
  * Returns the number of violations. */
 size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,

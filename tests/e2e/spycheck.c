@@ -197,14 +197,18 @@ static bool spy_fs_failure(const struct spy_rec *r)
 	       (r->r_errno == EIO || r->r_errno == EROFS);
 }
 
-/* Such a failure on @dev that ended within [lo, hi]. The few failed calls
- * are searched one by one. */
+/* Such a failure on @dev that ended within [lo, hi], one the kernel made
+ * when @kernel_only (not injected by the spy). The few failed calls are
+ * searched one by one. */
 static bool spy_fs_failed_between(const struct spy_log *log, const size_t *fails,
-				  size_t nfails, uint64_t dev, uint64_t lo, uint64_t hi)
+				  size_t nfails, uint64_t dev, uint64_t lo, uint64_t hi,
+				  bool kernel_only)
 {
 	for (size_t i = 0; i < nfails && lo <= hi; i++) {
 		const struct spy_rec *r = &log->l_recs[fails[i]];
 
+		if (kernel_only && (r->r_flags & SPY_F_INJECTED))
+			continue;
 		if (r->r_dev == dev && r->r_end_ns >= lo && r->r_end_ns <= hi)
 			return true;
 	}
@@ -314,17 +318,29 @@ size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,
 				spy_scan(log, idx, nreal, p, &w);
 				/* explained by a failed real call on the inode
 				 * inside its window, or by a failure of its
-				 * filesystem while it was held */
+				 * filesystem while it was held: where the kernel
+				 * answers each call for itself (SPY_RULE_OWN),
+				 * only by one the kernel made (a real failure may
+				 * have shut the filesystem down), not by another
+				 * inode's injected one */
+				bool own = p->r_rule == SPY_RULE_OWN;
+
 				if (!w.w_failed &&
 				    !spy_fs_failed_between(log, fails, nfails, p->r_dev,
 							   p->r_start_ns - SPY_FAIL_SLACK_NS,
-							   p->r_end_ns)) {
+							   p->r_end_ns, own)) {
 					s->s_unexplained_fail++;
 					if (out && printed++ < max_print)
-						fprintf(out, "spycheck: unexplained EIO: pid=%d tid=%d fd=%d %s ino=%llu no failed real call in its window\n",
+						fprintf(out, "spycheck: unexplained EIO: pid=%d tid=%d fd=%d %s dev=%llu ino=%llu t=[%.6f,%.6f]s: no failed real call on its inode in its window%s (succeeded=%zu partial=%zu)\n",
 							p->r_pid, p->r_tid, p->r_fd,
 							spy_kind_name(p->r_kind),
-							(unsigned long long)p->r_ino);
+							(unsigned long long)p->r_dev,
+							(unsigned long long)p->r_ino,
+							(double)(p->r_start_ns - t0) / 1e9,
+							(double)(p->r_end_ns - t0) / 1e9,
+							own ? ", and each call's own answer counts on its filesystem" :
+							      ", nor a failure of its filesystem while it was held",
+							w.w_cover, w.w_partial);
 				}
 			}
 			continue;
@@ -341,12 +357,14 @@ size_t spy_check(const struct spy_log *log, struct spy_summary *s, FILE *out,
 		/* Covered, unless every covering call came after a failure of
 		 * the filesystem that happened while the request was held: the
 		 * failed commit may have held its changes, and a later call
-		 * that finds nothing to commit proves nothing. */
-		bool hidden = w.w_cover &&
+		 * that finds nothing to commit proves nothing. Not where the
+		 * kernel answers each call for itself (SPY_RULE_OWN): there a
+		 * later call fails if a failed commit held its changes. */
+		bool hidden = p->r_rule == SPY_RULE_HELD && w.w_cover &&
 			      w.w_first_cover >= p->r_start_ns + 2 * SPY_FAIL_SLACK_NS &&
 			      spy_fs_failed_between(log, fails, nfails, p->r_dev,
 						    p->r_start_ns + SPY_FAIL_SLACK_NS,
-						    w.w_first_cover - SPY_FAIL_SLACK_NS);
+						    w.w_first_cover - SPY_FAIL_SLACK_NS, false);
 		if (w.w_cover && !hidden) {
 			if (w.w_failed)
 				s->s_shadowed++;

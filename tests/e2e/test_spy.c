@@ -3,6 +3,9 @@
  * program passes, and each way of weakening durability (a deliberately broken
  * sync layer between the spies) is caught. The other suites rely on this. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -157,4 +160,80 @@ Test(spy, injected_eio_reaches_the_bare_program)
 	cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0);
 	/* durable -e verified the data read back, so the run itself is sane */
 	cr_expect_eq(e2e_out_long(r.out, "ok"), 4, "%s", r.out);
+}
+
+/* A record of the checker's own making: @role on inode @ino of device 1,
+ * over [@start_ms, @end_ms], answering @err (0: success). */
+static struct spy_rec rec(int role, uint64_t ino, int rule, double start_ms, double end_ms,
+			  int err, int flags)
+{
+	return (struct spy_rec){
+		.r_magic = SPY_MAGIC, .r_role = (uint8_t)role, .r_kind = SPY_FDATASYNC,
+		.r_rule = (uint8_t)rule, .r_flags = (uint8_t)flags, .r_pid = 1,
+		.r_tid = role == SPY_PROG ? 2 : 3, .r_fd = 3, .r_errno = err,
+		.r_ret = err ? -1 : 0, .r_dev = 1, .r_ino = ino,
+		.r_start_ns = (uint64_t)(start_ms * 1e6) + 1000000000ull,
+		.r_end_ns = (uint64_t)(end_ms * 1e6) + 1000000000ull,
+	};
+}
+
+static void check_recs(const struct spy_rec *recs, size_t n, struct spy_summary *s)
+{
+	struct spy_log log = { .l_recs = malloc(n * sizeof(*recs)), .l_n = n };
+
+	cr_assert(log.l_recs);
+	memcpy(log.l_recs, recs, n * sizeof(*recs));
+	spy_check(&log, s, NULL, 0);
+	spy_free(&log);
+}
+
+/* Where a failed commit counts as done (ext4), a request held across
+ * another inode's failure and covered only after it is not proven durable,
+ * and it may fail for that failure; where each sync answers for itself (an
+ * xfs file, btrfs), it is, and it may fail only for its own inode's failed
+ * call or for a failure the kernel made (not one the spy injected). */
+Test(spy, the_failure_rule_follows_the_filesystem)
+{
+	static const int rules[] = { SPY_RULE_HELD, SPY_RULE_OWN };
+	struct spy_summary s;
+
+	for (size_t i = 0; i < 2; i++) {
+		int rule = rules[i];
+		bool held = rule == SPY_RULE_HELD;
+		/* request on 1, held 40 ms; inode 2's real call fails at 10-11 ms;
+		 * inode 1's own real call succeeds at 20-30 ms */
+		struct spy_rec covered_late[] = {
+			rec(SPY_PROG, 1, rule, 0, 40, 0, 0),
+			rec(SPY_REAL, 2, rule, 10, 11, EIO, SPY_F_INJECTED),
+			rec(SPY_REAL, 1, rule, 20, 30, 0, 0),
+		};
+		/* a request whose own real call succeeded fails with EIO while
+		 * inode 2's real call failed, injected or by the kernel */
+		struct spy_rec failed_for_another[] = {
+			rec(SPY_PROG, 1, rule, 0, 20, EIO, 0),
+			rec(SPY_REAL, 1, rule, 1, 19, 0, 0),
+			rec(SPY_REAL, 2, rule, 5, 6, EIO, SPY_F_INJECTED),
+		};
+
+		check_recs(covered_late, 3, &s);
+		cr_expect_eq(s.s_violations, held ? 1 : 0, "rule %d: violations=%zu", rule,
+			     s.s_violations);
+		cr_expect_eq(s.s_hidden, held ? 1 : 0, "rule %d: hidden=%zu", rule, s.s_hidden);
+
+		check_recs(failed_for_another, 3, &s);
+		cr_expect_eq(s.s_unexplained_fail, held ? 0 : 1,
+			     "rule %d, injected failure of another inode: unexplained=%zu", rule,
+			     s.s_unexplained_fail);
+		failed_for_another[2].r_flags = 0;
+		check_recs(failed_for_another, 3, &s);
+		cr_expect_eq(s.s_unexplained_fail, 0,
+			     "rule %d, the kernel's failure of another inode: unexplained=%zu", rule,
+			     s.s_unexplained_fail);
+		/* its own inode's failed call explains it everywhere */
+		failed_for_another[2].r_ino = 1;
+		failed_for_another[2].r_flags = SPY_F_INJECTED;
+		check_recs(failed_for_another, 3, &s);
+		cr_expect_eq(s.s_unexplained_fail, 0, "rule %d, own inode: unexplained=%zu", rule,
+			     s.s_unexplained_fail);
+	}
 }
