@@ -243,16 +243,41 @@ static void count_request(struct gc_stat_slot *sl, enum gc_origin origin)
 	}
 }
 
+/* Does the held-request rule of @fs (GC_FS_HELD_FAIL*) apply to @fd, a
+ * directory when @dir (-1: not known)? On xfs it does for directories
+ * only: a file's own real call answers for it there, as bare (a failure
+ * of another file's sync leaves nothing behind, or shuts the filesystem
+ * down and then fails this call too). Asked (one fstat) only once a
+ * failure makes it matter; a descriptor fstat cannot tell about is taken
+ * as a directory. */
+static bool held_rule(uint32_t fs, int fd, int dir)
+{
+	struct stat st;
+	int e = errno;
+	bool is_dir;
+
+	if (fs & GC_FS_HELD_FAIL)
+		return true;
+	if (!(fs & GC_FS_HELD_FAIL_DIR))
+		return false;
+	if (dir >= 0)
+		return dir;
+	is_dir = fstat(fd, &st) < 0 || S_ISDIR(st.st_mode);
+	errno = e;
+	return is_dir;
+}
+
 /*
  * The direct path: the verdict said so (@kind, from the word @w read
  * before @t0). One real call; after it, where the filesystem (@fs, its
- * GC_FS_*) counts a failed commit as done, the same word again says
- * whether a real sync of it failed meanwhile, which fails this request
- * too (gc_domain_note_failure). *@t1 is when it ended. Timed calls (the
+ * GC_FS_*) counts a failed commit as done for this inode (a directory
+ * when @dir, -1: not known; held_rule), the same word again says whether
+ * a real sync of it failed meanwhile, which fails this request too
+ * (gc_domain_note_failure). *@t1 is when it ended. Timed calls (the
  * controller's epoch) tell the policy what they cost.
  */
 static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t kind, int fd,
-			  bool datasync, uint64_t t0, uint64_t *t1)
+			  int dir, bool datasync, uint64_t t0, uint64_t *t1)
 {
 	int r;
 
@@ -275,7 +300,8 @@ static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t
 		}
 	}
 	if (__builtin_expect((fs & (GC_FS_HELD_FAIL | GC_FS_HELD_FAIL_DIR)) &&
-			     gc_fast_failed(w, __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE)), 0))
+			     gc_fast_failed(w, __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE)), 0) &&
+	    held_rule(fs, fd, dir))
 		r = gc_domain_fail_err(d);
 	return r;
 }
@@ -326,13 +352,11 @@ static int direct_noted(struct gc_domain *d, int fd, bool datasync)
  * done for such an inode (GC_FS_HELD_FAIL*: ext4; xfs's directories), the
  * failure of any real sync of the filesystem since. Elsewhere a held
  * request's own real call tells the truth by itself (journal/fs.c). */
-static int held_result(const struct gc_domain *d, uint64_t begun, int dir, int r)
+static int held_result(const struct gc_domain *d, int fd, uint64_t begun, int dir, int r)
 {
-	uint32_t f = fs_flags(d);
+	int held = gc_domain_held_result(d, begun, r);
 
-	if ((f & GC_FS_HELD_FAIL) || ((f & GC_FS_HELD_FAIL_DIR) && dir))
-		return gc_domain_held_result(d, begun, r);
-	return r;
+	return held != r && held_rule(fs_flags(d), fd, dir) ? held : r;
 }
 
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);
@@ -378,9 +402,9 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 		if (__builtin_expect(kind == GC_V_ASK, 0))
 			kind = verdict_refresh(d, w, *t0);
 		if (__builtin_expect(kind == GC_V_DIRECT || kind == GC_V_TIMED, 1)) {
-			r = direct_request(d, fs, w, kind, fd, datasync, *t0, t1);
+			r = direct_request(d, fs, w, kind, fd, -1, datasync, *t0, t1);
 			/* a failure between the program's call and the word */
-			return begun < *t0 ? held_result(d, begun, -1, r) : r;
+			return begun < *t0 ? held_result(d, fd, begun, -1, r) : r;
 		}
 	}
 	r = sync_grouped(fd, datasync, begun, d);
@@ -492,14 +516,10 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	kind = gc_fast_verdict(w, now);
 	if (kind == GC_V_ASK)
 		kind = verdict_refresh(d, w, now);
-	if (kind == GC_V_DIRECT || kind == GC_V_TIMED) {
-		uint32_t fs = fs_flags(d);
-
-		if (!S_ISDIR(st.st_mode))
-			fs &= ~(uint32_t)GC_FS_HELD_FAIL_DIR;
-		return held_result(d, begun, S_ISDIR(st.st_mode),
-				   direct_request(d, fs, w, kind, fd, datasync, gc_now_ns(), &t1));
-	}
+	if (kind == GC_V_DIRECT || kind == GC_V_TIMED)
+		return held_result(d, fd, begun, S_ISDIR(st.st_mode),
+				   direct_request(d, fs_flags(d), w, kind, fd, S_ISDIR(st.st_mode),
+						  datasync, gc_now_ns(), &t1));
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,
@@ -529,12 +549,12 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 					.h_tid = gc_gettid(), .h_pid = gc_getpid(),
 					.h_fs = fs_flags(d) };
 		if (!gc_domain_lock(d))
-			return held_result(d, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
+			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
 		if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
 				    rejoined, now)) {
 			gc_domain_unlock(d);
-			return held_result(d, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
+			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		}
 		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 		if (r != GC_REJOIN)
@@ -565,5 +585,5 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!r && e < 0)
 			r = e;
 	}
-	return held_result(d, begun, S_ISDIR(st.st_mode), r);
+	return held_result(d, fd, begun, S_ISDIR(st.st_mode), r);
 }
