@@ -113,7 +113,7 @@ for fs in $list; do
 		if [ "$rc" -eq 0 ] && [ "${t:-0}" -gt 0 ] && [ "${f:-1}" = 0 ] && [ "${c:-1}" = 0 ]; then
 			ok "$fs: the durability matrix ($t tests: every policy and sync route, 1-16 threads, processes)"
 		else
-			not_ok "$fs: the durability matrix" "status $rc: $syn" "$(grep -a -B2 -A8 'FAIL\|CRASH' "$out" | head -n 40)" \
+			not_ok "$fs: the durability matrix" "status $rc: $syn" "$(grep -a -A3 'Assertion Failed\|\[FAIL\]\|CRASH' "$out" | head -n 40)" \
 				"$(grep -a 'spycheck:\|e2e: kept' "$out" | head -n 20)"
 		fi
 		intent_check "$fs" "$mnt"

@@ -329,9 +329,10 @@ ParameterizedTest(struct eio_param *ep, durable, eio)
 		cr_expect(s.s_prog_eio >= 1, "%s: the injected EIO reached no request", what);
 		cr_expect_eq(s.s_violations, 0, "%s: %zu requests succeeded without a successful covering call",
 			     what, s.s_violations);
-		cr_expect_eq(s.s_unexplained_fail, 0, "%s: EIO reported with no failed real call in the window",
-			     what);
-		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: failures other than EIO", what);
+		cr_expect_eq(s.s_unexplained_fail, 0, "%s: %zu EIO reported with no failed real call in the window",
+			     what, s.s_unexplained_fail);
+		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: failures other than EIO: %zu failed, %zu with EIO",
+			     what, s.s_prog_fail, s.s_prog_eio);
 		cr_expect_eq(e2e_out_long(r.out, "eio"), (long)s.s_prog_eio,
 			     "%s: the program counted %ld EIO, the spy %zu", what,
 			     e2e_out_long(r.out, "eio"), s.s_prog_eio);
@@ -363,8 +364,11 @@ Test(durable, eio_across_processes)
 		e2e_expect_ok(&r, modes[m]);
 		cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
 			  modes[m], s.s_real_fail, s.s_prog_eio);
-		cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0, "%s", modes[m]);
-		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s", modes[m]);
+		cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0,
+			     "%s: %zu requests reported durable without a covering real call (%zu covered only after a failure while held), %zu EIO with no failed real call to explain them (spycheck lines above)",
+			     modes[m], s.s_violations, s.s_hidden, s.s_unexplained_fail);
+		cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: failures other than EIO: %zu failed, %zu with EIO",
+			     modes[m], s.s_prog_fail, s.s_prog_eio);
 		e2e_run_free(&r);
 	}
 }
@@ -391,8 +395,11 @@ Test(durable, eio_every_third_real_call)
 			e2e_expect_ok(&r, what);
 			cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
 				  what, s.s_real_fail, s.s_prog_eio);
-			cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0, "%s", what);
-			cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s", what);
+			cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0,
+				     "%s: %zu requests reported durable without a covering real call (%zu covered only after a failure while held), %zu EIO with no failed real call to explain them (spycheck lines above)",
+				     what, s.s_violations, s.s_hidden, s.s_unexplained_fail);
+			cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: failures other than EIO: %zu failed, %zu with EIO",
+				     what, s.s_prog_fail, s.s_prog_eio);
 			e2e_run_free(&r);
 		}
 }
