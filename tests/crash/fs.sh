@@ -25,8 +25,12 @@ NAME=fs-$$
 n=0
 . tests/tap.sh
 
+# The spies' logs on a tmpfs, off the filesystem under test (e2e.c
+# e2e_spy_log).
+SPYDIR=$(mktemp -d /dev/shm/e2e-spy.XXXXXX)
 cleanup() {
 	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
+	rm -rf "$SPYDIR"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -103,7 +107,7 @@ for fs in $list; do
 		# The policy's own rules of when to hand a request back are
 		# timed on ext4 in make test; here, what every filesystem must
 		# keep: the durability rule.
-		E2E_DIR_BASE=$mnt timeout 900 "$DURABLE" --jobs 1 \
+		E2E_DIR_BASE=$mnt E2E_SPY_DIR=$SPYDIR timeout 900 "$DURABLE" --jobs 1 \
 			--filter 'durable/!(a_thread_a_step_off_is_put_back_in_step|no_hand_back_where_directory_commits_are_not_cheap)' \
 			>"$out" 2>&1 || rc=$?
 		syn=$(grep -a 'Synthesis:' "$out" | tail -n 1)

@@ -74,7 +74,7 @@ char *e2e_slurp(const char *path);
 void e2e_spy_check(const char *log, struct spy_summary *s, const char *what);
 /* The same, silent: for runs that are meant to break the rule. */
 void e2e_spy_check_quiet(const char *log, struct spy_summary *s);
-/* e2e_run with SPY_LOG=<scratch>/spy.log (emptied first) added to @env,
+/* e2e_run with SPY_LOG=e2e_spy_log() (emptied first) added to @env,
  * then e2e_spy_check on it. */
 void e2e_run_spied(struct e2e_run *r, struct spy_summary *s, const char *stack,
 		   const char *const *env, int timeout_s, const char *const *argv,
