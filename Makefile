@@ -32,7 +32,7 @@ CRIT_CFLAGS = $(call lazy,CRIT_CFLAGS,pkg-config --cflags criterion 2>/dev/null)
 CRIT_LIBS   = $(call lazy,CRIT_LIBS,pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # The library.  Objects that tests link directly live in CORE_SRCS.
-CORE_SRCS  := core/sys.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
+CORE_SRCS  := core/sys.c core/next.c core/busguard.c core/config.c core/fdtable.c core/stats.c core/log.c core/procstats.c policy/policy.c \
 	      policy/dirty.c core/dirty.c \
 	      journal/domain.c journal/segment.c core/devstats.c journal/txn.c journal/commit.c journal/fs.c \
 	      journal/peers.c journal/intent_fmt.c journal/intent_log.c

@@ -4,11 +4,12 @@
 E2E      := $(B)/tests/e2e
 E2E_PROG_SRCS := $(filter-out tests/e2e/progs/libctor.c tests/e2e/progs/ctorprog.c \
 		 tests/e2e/progs/libsite.c tests/e2e/progs/siteprog.c \
-		 tests/e2e/progs/libmcount.c, \
+		 tests/e2e/progs/libmcount.c tests/e2e/progs/nextcheck.c, \
 		 $(wildcard tests/e2e/progs/*.c))
 E2E_PROGS := $(E2E_PROG_SRCS:tests/e2e/progs/%.c=$(E2E)/progs/%) \
 	     $(E2E)/progs/libctor.so $(E2E)/progs/ctorprog \
-	     $(E2E)/progs/libsite.so $(E2E)/progs/siteprog $(E2E)/progs/libmcount.so
+	     $(E2E)/progs/libsite.so $(E2E)/progs/siteprog $(E2E)/progs/libmcount.so \
+	     $(E2E)/progs/nextcheck
 E2E_TOOLS := $(E2E)/spy_outer.so $(E2E)/spy_inner.so $(E2E)/spycheck $(E2E)/cheat.so
 E2E_SUITE_SRCS := $(wildcard tests/e2e/test_*.c)
 E2E_SUITES := $(E2E_SUITE_SRCS:%.c=$(B)/%)
@@ -45,6 +46,12 @@ $(E2E)/progs/%: tests/e2e/progs/%.c
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
+
+# The real-function lookup alone, against dlsym in the same process.
+$(E2E)/progs/nextcheck: tests/e2e/progs/nextcheck.c core/next.c core/next.h shim/syms.def
+	$(call msg,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ tests/e2e/progs/nextcheck.c core/next.c
 
 # A library whose constructor does synchronous I/O before main (and possibly
 # before the preloaded library's own constructor) runs.

@@ -467,3 +467,23 @@ Test(startup, no_cpu_model_constructor)
 		  "libgcc's CPU model (and its constructor) is linked into the library");
 	e2e_run_free(&r);
 }
+
+/* The real functions are read from the loader's hash tables, not asked of
+ * dlsym one by one: the lookup must give what dlsym(RTLD_NEXT) gives, with
+ * nothing stacked, with layers stacked after the caller (they must win),
+ * and under the library itself. */
+Test(startup, next_lookup_as_dlsym)
+{
+	static const char *const stacks[] = { NULL, "inner", "cheat inner", "gc inner" };
+	const char *argv[] = { e2e_prog("nextcheck"), NULL };
+
+	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		cr_expect(r.code == 0 && strstr(r.out, ", 0 differ"),
+			  "under %s the lookup and dlsym differ (exit %d):\n%s",
+			  stacks[i] ? stacks[i] : "no preload", r.code, r.out);
+		e2e_run_free(&r);
+	}
+}
