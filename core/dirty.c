@@ -29,7 +29,7 @@
 
 enum { SLOT_NEW, SLOT_TRACK, SLOT_SKIP };
 
-struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
+struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS] GC_LARGE;
 
 struct dirty_dev {
 	uint64_t dd_dev1;		/* [atomic] st_dev + 1; 0: free (appended by CAS, never removed) */
@@ -45,7 +45,7 @@ struct dirty_dev {
 	struct gc_dirty_state dd_ps;	/* [dd_lock] */
 } __attribute__((aligned(64)));
 
-static struct dirty_dev devs[GC_DIRTY_DEVS];
+static struct dirty_dev devs[GC_DIRTY_DEVS] GC_LARGE;
 
 /* The generation of this process's slot locks and rings, never 0: a child
  * of fork() starts a new one, so a slot another thread of its parent held

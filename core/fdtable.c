@@ -22,7 +22,7 @@
  * descriptor through a close we could not see (glibc-internal closes);
  * then CHUNK_SIZE device numbers, a hint of the filesystem each fd last
  * synced on. */
-static uint64_t *chunks[NCHUNKS];
+static uint64_t *chunks[NCHUNKS] GC_LARGE;
 static uint32_t generation;
 
 static uint64_t *slot(int fd, int create)

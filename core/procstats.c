@@ -212,7 +212,7 @@ static void fill_identity(struct gc_ps_seg *s, int32_t pid, uint32_t uid, uint64
  */
 static void prune(uint32_t uid, uint64_t pidns, int32_t self)
 {
-	static char buf[16384];
+	static char buf[16384] GC_LARGE;
 	int dir, checked = 0;
 	long n;
 

@@ -49,6 +49,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/procstats.h"
+#include "core/sys.h"
 
 int gc_sites_on;		/* call sites are recorded */
 static int scope_n;		/* LIBGC_SCOPE items */
@@ -70,7 +71,7 @@ struct ipc_ent {
 	char ic_fn[56];
 	char ic_lib[56];
 };
-static struct ipc_ent ipc[IPC_SIZE];
+static struct ipc_ent ipc[IPC_SIZE] GC_LARGE;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 {

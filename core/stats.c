@@ -9,8 +9,9 @@
 
 #include "core/procstats.h"
 #include "core/sites.h"
+#include "core/sys.h"
 
-static struct gc_stat_area gc_stats_priv;
+static struct gc_stat_area gc_stats_priv GC_LARGE;
 struct gc_stat_area *gc_stats_base = &gc_stats_priv;
 __thread struct gc_stat_slot *gc_ts_slot __attribute__((tls_model("initial-exec")));
 __thread uint32_t gc_ts_gen __attribute__((tls_model("initial-exec")));
@@ -25,7 +26,7 @@ static void *slot_owner[GC_STAT_SLOTS];
  * its parent's segment: kept, never read. */
 static struct gc_stat_slot gc_stats_void;
 
-static struct gc_site_area gc_sites_priv;
+static struct gc_site_area gc_sites_priv GC_LARGE;
 struct gc_site_area *gc_sites_base = &gc_sites_priv;
 __thread struct gc_req_note gc_req_note __attribute__((tls_model("initial-exec")));
 int gc_sites_timing;

@@ -11,6 +11,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Large zeroed tables go after all other zeroed data (the x86-64 large
+ * bss, which the linker places last): pages of them that a process never
+ * touches cost nothing, and the small variables every process touches at
+ * start-up and first use share a few pages instead of one page each
+ * between the tables. */
+#define GC_LARGE __attribute__((section(".lbss")))
+
 struct gc_sys {
 	int (*sy_fsync)(int);
 	int (*sy_fdatasync)(int);

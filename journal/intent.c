@@ -131,8 +131,8 @@ static struct {
 	.files_mu = PTHREAD_MUTEX_INITIALIZER,
 	.v = { .v_logfd = -1, .v_ctlfd = -1 },
 };
-static struct gi_file gi_files[GI_FILES];
-static struct gi_fdent gi_fds[GI_FDS];
+static struct gi_file gi_files[GI_FILES] GC_LARGE;
+static struct gi_fdent gi_fds[GI_FDS] GC_LARGE;
 
 /* ---- write counts, shared by every process of the user ----
  *
@@ -173,7 +173,7 @@ struct gi_wseg {
 static struct gi_wseg *gi_w;	/* [atomic] mapped once, never unmapped */
 static int gi_wfd = -1;		/* its description, holding our slot's lock */
 static int gi_wslot = -1;	/* our slot (-1: none) */
-static uint64_t gi_own_start[GI_WB]; /* [gi_cnt_mu] */
+static uint64_t gi_own_start[GI_WB] GC_LARGE; /* [gi_cnt_mu] */
 #define GI_CNT_LOCKS 16
 static pthread_mutex_t gi_cnt_mu[GI_CNT_LOCKS] = {
 	[0 ... GI_CNT_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER

@@ -13,6 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/sys.h"
+
 int gi_sys_open(const char *path, int flags, int mode)
 {
 	long r = syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode);
@@ -181,7 +183,7 @@ int gi_log_create(const char *path, uint64_t size)
 {
 	/* not const: in .bss it costs no page of the file (.rodata is mapped
 	 * into every process around what it reads there) */
-	static uint8_t zero[1 << 16];
+	static uint8_t zero[1 << 16] GC_LARGE;
 	struct gi_hdr h;
 	struct gi_end e;
 	uint64_t off;

@@ -481,7 +481,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 static struct gc_undo {
 	uint32_t u_state;	/* 0 free, 1 being filled or run, 2 waiting */
 	struct gc_handle u_h;
-} gc_undos[GC_UNDO_MAX];
+} gc_undos[GC_UNDO_MAX] GC_LARGE;
 
 static void undo_defer(const struct gc_handle *h)
 {

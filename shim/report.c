@@ -378,8 +378,8 @@ static bool report_due(void)
  * exit handlers and from _exit (raw system calls, no lock, no allocation). */
 static void report(void)
 {
-	static char text[65536];
-	static struct gc_site_ctr sites[GC_SITE_ROWS];
+	static char text[65536] GC_LARGE;
+	static struct gc_site_ctr sites[GC_SITE_ROWS] GC_LARGE;
 	const struct gc_site_area *area = __atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE);
 	const struct gc_stats *sp = &rep_s;
 	struct buf b = { .b = text, .len = sizeof(text) };
