@@ -89,6 +89,18 @@ static void atfork_child(void)
 	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
 }
 
+/* pthread_atfork is a stub in libc_nonshared.a that passes this object's
+ * __dso_handle on to glibc's __register_atfork: linked last, it would sit
+ * alone at the end of the library's text and cost every process a page
+ * fault and its 64 KiB window there. */
+#ifdef __GLIBC__
+extern void *__dso_handle;
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+#define gc_atfork(p, a, c) __register_atfork(p, a, c, __dso_handle)
+#else
+#define gc_atfork pthread_atfork
+#endif
+
 /* No system call here: what loading the library costs a process that never
  * syncs is the loader's work and these few lookups. */
 static void do_init(char **envp)
@@ -117,7 +129,7 @@ static void do_init(char **envp)
 		gc_intent_configure();
 	/* the clock is the vDSO's: no system call */
 	gc_ps_born_ns = gc_now_ns();
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	gc_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 	errno = saved;
 }
