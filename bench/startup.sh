@@ -4,8 +4,12 @@
 # against an object with nothing in it (bench/empty.c) preloaded the same
 # way. Each command runs START_RUNS times a side in every one of START_PAIRS
 # pairs, the sides alternating run by run (bench/spawnloop.c); the table
-# gives each pair's ratio and their median. Settings (environment):
-#   START_RUNS=200 START_PAIRS=9 START_OUT=bench/results
+# gives each pair's ratio and their median. Then memory: python3 making one
+# fsync (bench/rss.py), bare and under libgc in alternation START_MEM runs
+# each, the medians of VmRSS before exit and of the library's own resident
+# mappings. Settings (environment):
+#   START_RUNS=200 START_PAIRS=9 START_MEM=15 START_OUT=bench/results
+#   START_DIR (where the synced file goes; default a new directory in /tmp)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,11 +18,12 @@ empty=$root/build/bench/empty.so
 loop=$root/build/bench/spawnloop
 runs=${START_RUNS:-200}
 pairs=${START_PAIRS:-9}
+mem_runs=${START_MEM:-15}
 out_dir=${START_OUT:-$root/bench/results}
 
 die() { echo "bench-start: $*" >&2; exit 2; }
-for v in "$runs" "$pairs"; do
-	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "START_RUNS and START_PAIRS must be positive integers"
+for v in "$runs" "$pairs" "$mem_runs"; do
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "START_RUNS, START_PAIRS and START_MEM must be positive integers"
 done
 [ -f "$lib" ] && [ -f "$empty" ] && [ -x "$loop" ] || die "build first (make all)"
 unset LD_PRELOAD
@@ -59,5 +64,34 @@ row "/bin/true, LIBGC_DISABLE=1" -b LIBGC_DISABLE=1 "$empty" "$lib" -- /bin/true
 row "sh -c 'echo x >/dev/null'" "$empty" "$lib" -- /bin/sh -c 'echo x >/dev/null'
 if command -v python3 >/dev/null; then
 	row "python3 -c pass" "$empty" "$lib" -- python3 -c pass
+fi
+
+# memory: a process that syncs once, bare against libgc, run by run
+if command -v python3 >/dev/null; then
+	dir=${START_DIR:-$(mktemp -d /tmp/bench-start.XXXXXX)}
+	py=$(python3 -c 'import sys; print(sys.executable)')
+	bare=() gc=() own=()
+	for ((i = 0; i < mem_runs; i++)); do
+		b=$("$py" "$root/bench/rss.py" "$dir/f")
+		g=$(LD_PRELOAD=$lib "$py" "$root/bench/rss.py" "$dir/f")
+		bare+=("$(cut -d' ' -f2 <<<"$b")")
+		gc+=("$(cut -d' ' -f2 <<<"$g")")
+		own+=("$(cut -d' ' -f4- <<<"$g")")
+	done
+	[ -n "${START_DIR:-}" ] || rm -rf "$dir"
+	med() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+	mb=$(med "${bare[@]}")
+	mg=$(med "${gc[@]}")
+	mo=$(printf '%s\n' "${own[@]}" | sort -n | awk '{v[NR] = $0} END {print v[int((NR + 1) / 2)]}')
+	{
+		echo
+		echo "python3 making one fsync, $mem_runs runs a side in alternation (bench/rss.py): VmRSS before exit, median"
+		echo
+		echo "| bare, KiB | libgc, KiB | growth, KiB | the library's own mappings, KiB (median run) |"
+		echo "|---:|---:|---:|---|"
+		echo "| $mb | $mg | **$((mg - mb))** | $mo |"
+	} >> "$out"
+	printf '  %-34s bare %7s KiB  libgc %7s KiB  growth %s KiB (own: %s)\n' "python3, one fsync: VmRSS" \
+		"$mb" "$mg" "$((mg - mb))" "$mo"
 fi
 echo "bench-start: $out"
