@@ -79,7 +79,7 @@ void gc_journal_atfork_child(void)
 }
 
 /* At exit: leave shared domains; the last member removes the segment. */
-void gc_journal_exit(void)
+GC_ONCE void gc_journal_exit(void)
 {
 	char path[128];
 	int i;

@@ -379,7 +379,7 @@ static int move_high(int fd)
 
 static void boot_check(void);
 
-void gc_intent_configure(void)
+GC_ONCE void gc_intent_configure(void)
 {
 	const char *v = gc_env("LIBGC_INTENT"), *p, *q;
 	char *end;
@@ -2467,7 +2467,7 @@ void gc_intent_atfork_child(void)
 	gi.ck_started = false;
 }
 
-void gc_intent_exit(void)
+GC_ONCE void gc_intent_exit(void)
 {
 	int i;
 	bool last = true, clean;

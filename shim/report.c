@@ -434,7 +434,7 @@ static void report(void)
 
 /* The report, the stats segment's removal and the duplicate's close, if
  * any is due. */
-static void exit_work(void)
+GC_ONCE static void exit_work(void)
 {
 	int saved = errno;
 	bool due = report_due();
@@ -462,7 +462,7 @@ static void exit_work(void)
 	errno = saved;
 }
 
-void gc_report_exit(void)
+GC_ONCE void gc_report_exit(void)
 {
 	exit_work();
 }
