@@ -2,7 +2,7 @@
 /* The real system calls the journal makes, the per-thread depth guard, who
  * we are (pid, tid, and whether this process owns the library's state),
  * and one-time steps shared by threads. The shim fills in the real
- * functions found with dlsym(RTLD_NEXT); until it has, the raw system
+ * functions as dlsym(RTLD_NEXT) finds them; until it has, the raw system
  * calls serve. Nothing here includes shim/: arrows point down. */
 #ifndef GC_SYS_H
 #define GC_SYS_H
