@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Used by bench/startup.sh: one durable write (open, write, fsync, close) to
 # argv[1], then what this process holds in memory before it exits, on one
-# line: VmRSS, and the resident KiB of the library's own mappings (its file,
-# the zeroed data after it, its shared segments in /dev/shm).
+# line: VmRSS, and the resident KiB of the preloaded library's own mappings
+# (its file, the zeroed data after it, its shared segments in /dev/shm).
 import os
 import sys
 
@@ -17,6 +17,8 @@ with open("/proc/self/status") as f:
         if line.startswith("VmRSS:"):
             rss = int(line.split()[1])
 own = {"text": 0, "ro": 0, "rw": 0, "bss": 0, "shm": 0}
+# the preloaded objects, by the path the loader mapped
+libs = {os.path.realpath(p) for p in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()}
 prev_lib = False
 with open("/proc/self/smaps") as f:
     kind = None
@@ -24,7 +26,7 @@ with open("/proc/self/smaps") as f:
         w = line.split()
         if "-" in w[0] and not w[0].endswith(":"):
             path = w[5] if len(w) > 5 else ""
-            lib = "libgc" in os.path.basename(path)
+            lib = bool(path) and os.path.realpath(path) in libs
             if lib:
                 kind = "text" if "x" in w[1] else "rw" if "w" in w[1] else "ro"
             elif prev_lib and not path:
