@@ -16,7 +16,11 @@
  * touches cost nothing, and the small variables every process touches at
  * start-up and first use share a few pages instead of one page each
  * between the tables. */
+#ifdef __x86_64__
 #define GC_LARGE __attribute__((section(".lbss")))
+#else
+#define GC_LARGE /* elsewhere ".lbss" would be data with its zeros in the file */
+#endif
 
 /* What every process runs once, at start-up or at exit, wherever its file
  * sits in the link: built for size and placed with the constructor at the
