@@ -409,37 +409,51 @@ void gc_ps_close(struct gc_ps_map *m)
 	m->pm_len = 0;
 }
 
-int gc_ps_open(const char *dir, const char *name, struct gc_ps_map *out)
+/* Opens the segment @name in @dir for @mode (O_RDONLY, O_RDWR), whatever a
+ * peer planted there: a FIFO under the name must not stop us in open, nor
+ * a symlink take us elsewhere; it must be a regular file of at least a
+ * segment's header, owned by the uid its name claims (the counts are
+ * that user's). Returns the descriptor, -EPROTO for a file that is not a
+ * segment, -EPERM for another owner, or -errno. */
+static int seg_open(const char *dir, const char *name, int mode, struct stat *st,
+		    uint32_t *uid, int32_t *pid)
 {
 	char path[4096];
+	uint64_t pidns;
+	int fd;
+
+	if (!gc_ps_parse_name(name, uid, &pidns, pid))
+		return -EPROTO;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			  mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	    st->st_size < (off_t)sizeof(struct gc_ps_seg)) {
+		close(fd);
+		return -EPROTO;
+	}
+	if (st->st_uid != *uid) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int gc_ps_open(const char *dir, const char *name, struct gc_ps_map *out)
+{
 	struct gc_ps_seg *s;
 	struct stat st;
-	uint64_t pidns;
 	uint32_t uid;
 	int32_t pid;
 	size_t len;
 	int fd, e;
 
 	memset(out, 0, sizeof(*out));
-	if (!gc_ps_parse_name(name, &uid, &pidns, &pid))
-		return -EPROTO;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* a FIFO planted under the name must not stop us in open, nor a
-	 * symlink take us elsewhere */
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
+	fd = seg_open(dir, name, O_RDONLY, &st, &uid, &pid);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)sizeof(struct gc_ps_seg)) {
-		close(fd);
-		return -EPROTO;
-	}
-	/* the uid in the name is whose counts they claim to be */
-	if (st.st_uid != uid) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	len = st.st_size >= (off_t)GC_PS_SIZE_SITES ? GC_PS_SIZE_SITES : sizeof(struct gc_ps_seg);
 	s = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	e = errno;
@@ -532,26 +546,15 @@ int gc_ps_snap_sites(const struct gc_ps_map *m, struct gc_ps_sites *out)
 
 int gc_ps_ask_sites(const char *dir, const char *name)
 {
-	char path[4096];
 	struct gc_ps_seg *s;
 	struct stat st;
-	uint64_t pidns;
 	uint32_t uid;
 	int32_t pid;
 	int fd, e;
 
-	if (!gc_ps_parse_name(name, &uid, &pidns, &pid))
-		return -EPROTO;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			  O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
+	fd = seg_open(dir, name, O_RDWR, &st, &uid, &pid);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
-	    st.st_size < (off_t)sizeof(*s)) {
-		close(fd);
-		return -EPROTO;
-	}
+		return fd == -EPERM ? -EPROTO : fd;
 	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	e = errno;
 	close(fd);
