@@ -33,6 +33,32 @@ static const char *empty_preload(void)
 	return p;
 }
 
+/* Runs @argv and every process it makes under strace with @mode ("-qq",
+ * or "-c" for a summary), under LD_PRELOAD=@preload when not NULL (passed
+ * to the traced program only); returns strace's output. */
+static char *strace_run(const char *mode, const char *preload, const char *const *env,
+			const char *const *argv, const char *tag)
+{
+	const char *out = e2e_path(tag);
+	char pre[4096];
+	const char *sargv[32] = { "/usr/bin/strace", "-f", mode, "-o", out };
+	size_t n = 5;
+	struct e2e_run r;
+
+	if (preload) {
+		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
+		sargv[n++] = "-E";
+		sargv[n++] = pre;
+	}
+	for (size_t i = 0; argv[i] && n < 30; i++)
+		sargv[n++] = argv[i];
+	sargv[n] = NULL;
+	e2e_run(&r, PRE_NONE, env, 60, sargv);
+	e2e_expect_ok(&r, tag);
+	e2e_run_free(&r);
+	return e2e_slurp(out);
+}
+
 /* The system calls of @argv and of every process it makes, by name, each
  * process's on one line in the order the processes appeared, under
  * LD_PRELOAD=@preload (passed to the traced program only). The loader's
@@ -41,23 +67,12 @@ static const char *empty_preload(void)
 static char *trace_names(const char *preload, const char *const *env, const char *const *argv,
 			 const char *tag)
 {
-	const char *out = e2e_path(tag);
-	char pre[4096], *text, *line, *save = NULL;
-	const char *sargv[32] = { "/usr/bin/strace", "-f", "-qq", "-o", out, "-E", pre };
-	size_t n = 7, len = 0, cap = 1 << 16;
+	char *text = strace_run("-qq", preload, env, argv, tag), *line, *save = NULL;
+	size_t len = 0, cap = 1 << 16;
 	struct { int pid; char *names; size_t len; } procs[64];
 	int nprocs = 0;
-	struct e2e_run r;
 	char *res;
 
-	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
-	for (size_t i = 0; argv[i] && n < 30; i++)
-		sargv[n++] = argv[i];
-	sargv[n] = NULL;
-	e2e_run(&r, PRE_NONE, env, 60, sargv);
-	e2e_expect_ok(&r, tag);
-	e2e_run_free(&r);
-	text = e2e_slurp(out);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char name[64];
 		int pid, k, i;
@@ -382,25 +397,9 @@ Test(startup, variables_read_lazily_still_checked)
 static long trace_count(const char *preload, const char *const *env, const char *const *argv,
 			const char *tag, const char *name)
 {
-	const char *out = e2e_path(tag);
-	char pre[4096], *text, *line, *save = NULL;
-	const char *sargv[32] = { "/usr/bin/strace", "-f", "-c", "-o", out };
-	size_t n = 5;
+	char *text = strace_run("-c", preload, env, argv, tag), *line, *save = NULL;
 	long total = -1;
-	struct e2e_run r;
 
-	if (preload) {
-		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
-		sargv[n++] = "-E";
-		sargv[n++] = pre;
-	}
-	for (size_t i = 0; argv[i] && n < 30; i++)
-		sargv[n++] = argv[i];
-	sargv[n] = NULL;
-	e2e_run(&r, PRE_NONE, env, 60, sargv);
-	e2e_expect_ok(&r, tag);
-	e2e_run_free(&r);
-	text = e2e_slurp(out);
 	/* "100.00    0.001234           1      2345        12 total" */
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char last[64];
