@@ -62,6 +62,7 @@ void gc_journal_atfork_child(void)
 	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
+		gc_domains[i].dr_requests = 0; /* a process of its own */
 		if (gc_domain_is_segment(d)) {
 			gc_domains[i].dr_joined = 0;
 			if (d->j_pidns != gc_pidns())

@@ -324,16 +324,53 @@ int gc_sync_scoped_out(int fd, bool datasync, enum gc_origin origin)
 	return gc_sync_direct(fd, datasync, origin);
 }
 
-/* GC_FS_* of @d's filesystem (journal/fs.h), from this process's own
- * table: the cautious rules when @d is not found there. */
-static uint32_t fs_flags(const struct gc_domain *d)
+/* @d's entry in this process's own table, or NULL. */
+static struct gc_dom_ref *dom_ref(const struct gc_domain *d)
 {
 	int i, n = __atomic_load_n(&gc_ndomains, __ATOMIC_ACQUIRE);
 
 	for (i = 0; i < n; i++)
 		if (gc_domains[i].dr_dom == d)
-			return gc_domains[i].dr_fs_flags;
-	return GC_FS_HELD_FAIL | GC_FS_DEAD_EIO;
+			return &gc_domains[i];
+	return NULL;
+}
+
+/* GC_FS_* of @d's filesystem (journal/fs.h): the cautious rules when @d is
+ * not in this process's table. */
+static uint32_t fs_flags(const struct gc_domain *d)
+{
+	const struct gc_dom_ref *ref = dom_ref(d);
+
+	return ref ? ref->dr_fs_flags : GC_FS_HELD_FAIL | GC_FS_DEAD_EIO;
+}
+
+/* With j_lock held, before a request joins: this process's first and
+ * second requests on @d tell the policy whether processes come back
+ * (gc_policy_proc_first). True for a first request where they do not and
+ * no transaction is gathering: it makes its real call at once. */
+static bool once_direct(struct gc_domain *d)
+{
+	struct gc_dom_ref *ref = dom_ref(d);
+	struct gc_policy_state *ps = &d->j_policy;
+	uint32_t seen = ref ? __atomic_load_n(&ref->dr_requests, __ATOMIC_RELAXED) : 2;
+	bool was, once;
+
+	if (seen >= 2)
+		return false;
+	__atomic_store_n(&ref->dr_requests, seen + 1, __ATOMIC_RELAXED);
+	if (seen == 1) {
+		gc_policy_proc_back(ps);
+		return false;
+	}
+	was = ps->ps_once;
+	once = gc_policy_proc_first(ps, &gc_cfg.c_policy);
+	if (once != was)
+		gc_log(GC_LOG_DEBUG,
+		       "device %llx: %u of the last %u processes came back: a first request %s",
+		       (unsigned long long)d->j_dev, ps->ps_procs_back, ps->ps_procs_new,
+		       once ? "makes its real call unless a transaction is gathering"
+			    : "joins a transaction");
+	return once && (d->j_running == GC_NONE || !d->j_txns[RING_IX(d->j_running)].t_handles);
 }
 
 /* A request's own real call on @d's filesystem, its failure noted there. */
@@ -551,6 +588,11 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!gc_domain_lock(d))
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
+		if (!rejoined && once_direct(d)) {
+			gc_domain_unlock(d);
+			gc_stat_inc(bypass);
+			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
+		}
 		if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
 				    rejoined, now)) {
 			gc_domain_unlock(d);

@@ -544,6 +544,30 @@ enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy
 	return seq & 1 ? GC_DEFER_FILES : GC_DEFER_DIRS;
 }
 
+bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
+{
+	uint32_t n = ps->ps_procs_new, back = ps->ps_procs_back;
+
+	/* a peer may have written anything here: the counts stay in range */
+	n = (n < GC_ONCE_WINDOW ? n : GC_ONCE_WINDOW - 1) + 1;
+	if (n == GC_ONCE_WINDOW) {
+		n /= 2;
+		back /= 2;
+	}
+	if (back > n)
+		back = n;
+	ps->ps_procs_new = n;
+	ps->ps_procs_back = back;
+	ps->ps_once = pc->pc_kind == GC_POL_ADAPTIVE && n >= GC_ONCE_EVIDENCE && 2 * back < n;
+	return ps->ps_once;
+}
+
+void gc_policy_proc_back(struct gc_policy_state *ps)
+{
+	if (ps->ps_procs_back < ps->ps_procs_new)
+		ps->ps_procs_back++;
+}
+
 void gc_policy_commit_done(struct gc_policy_state *ps,
 			   const struct gc_policy_cfg *pc,
 			   const struct gc_commit_sample *cs)

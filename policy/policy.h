@@ -75,6 +75,12 @@ struct gc_policy_state {
 	uint64_t ps_dir_commit_ns;	/* EWMA (1/4) of commits of directories only */
 	uint32_t ps_dir_samples;
 	uint32_t ps_dir_pad;
+	/* Processes that came (made a first request here) and came back (made
+	 * a second), both halved at GC_ONCE_WINDOW: gc_policy_proc_first. */
+	uint32_t ps_procs_new;
+	uint32_t ps_procs_back;
+	uint32_t ps_once;		/* its last answer: processes here sync once */
+	uint32_t ps_once_pad;
 	/* Threads seen making direct calls, sampled without a lock (hashed by
 	 * tid, a collision overwrites): when grouping resumes they are the
 	 * recent sync threads a transaction waits for. (atomic) */
@@ -210,6 +216,19 @@ enum gc_defer { GC_DEFER_NONE, GC_DEFER_FILES, GC_DEFER_DIRS };
 #define GC_DEFER_EVERY 4
 enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			      uint64_t seq, uint32_t files, uint32_t dirs);
+
+/* A process's first request on the domain, with j_lock held: counted, and
+ * true where processes sync once (a delivery agent, a git command, a build
+ * step: a process a task): of the last GC_ONCE_WINDOW or so that made a
+ * first request, fewer than half made a second, over at least
+ * GC_ONCE_EVIDENCE of them. Such a request starts no transaction and waits
+ * behind no commit: it would gather nobody, and, bare, its call would have
+ * reached the device at once. Adaptive only. */
+#define GC_ONCE_EVIDENCE 8
+#define GC_ONCE_WINDOW 64
+bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg *pc);
+/* The same process's second request: it came back. */
+void gc_policy_proc_back(struct gc_policy_state *ps);
 
 /* A commit finished. */
 struct gc_commit_sample {

@@ -4,8 +4,10 @@
  * real calls the library issues and can inject EIO or delay into them. */
 
 /* Env: SPY_LOG=path (nothing is logged without it); inner only:
- * SPY_EIO_NTH=K, SPY_EIO_EVERY=K, SPY_DELAY_US=N, SPY_DIR_DELAY_US=N (the
- * delay of directories' real syncs; SPY_DELAY_US's unless set). */
+ * SPY_EIO_NTH=K, SPY_EIO_EVERY=K, SPY_EIO_INO_MOD=K (files whose inode
+ * number K divides: the same files in every process), SPY_DELAY_US=N,
+ * SPY_DIR_DELAY_US=N (the delay of directories' real syncs; SPY_DELAY_US's
+ * unless set). */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
@@ -65,7 +67,7 @@ static struct {
 static const char *spy_log_path;
 static int spy_env_done;
 #ifdef SPY_INNER
-static unsigned long spy_eio_nth, spy_eio_every, spy_delay_us, spy_dir_delay_us;
+static unsigned long spy_eio_nth, spy_eio_every, spy_eio_ino_mod, spy_delay_us, spy_dir_delay_us;
 static unsigned long spy_real_syncs;	/* real fsync/fdatasync on regular files */
 #endif
 
@@ -94,6 +96,7 @@ static void spy_env(void)
 #ifdef SPY_INNER
 	spy_eio_nth = env_ulong("SPY_EIO_NTH");
 	spy_eio_every = env_ulong("SPY_EIO_EVERY");
+	spy_eio_ino_mod = env_ulong("SPY_EIO_INO_MOD");
 	spy_delay_us = env_ulong("SPY_DELAY_US");
 	spy_dir_delay_us = getenv("SPY_DIR_DELAY_US") ? env_ulong("SPY_DIR_DELAY_US") : spy_delay_us;
 #else
@@ -332,7 +335,8 @@ static bool spy_fault(int fd, int *err)
 		return false;
 	n = __atomic_add_fetch(&spy_real_syncs, 1, __ATOMIC_RELAXED);
 	if ((spy_eio_nth && n == spy_eio_nth) ||
-	    (spy_eio_every && n % spy_eio_every == 0)) {
+	    (spy_eio_every && n % spy_eio_every == 0) ||
+	    (spy_eio_ino_mod && st.st_ino % spy_eio_ino_mod == 0)) {
 		*err = EIO;
 		return true;
 	}

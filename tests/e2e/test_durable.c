@@ -438,6 +438,64 @@ Test(durable, spool_directory_fsyncs_are_shared)
 	e2e_run_free(&r);
 }
 
+/* spool MODE with a process of its own for each of 48 messages (4 workers
+ * of 12), under the adaptive policy with slow real calls (and @inject),
+ * every request checked by the spies: the requests that made their real
+ * call at once. A message whose fsync failed is counted by the program. */
+static unsigned long long once_case(const char *mode, const char *inject)
+{
+	const char *env[] = { "LIBGC_POLICY=adaptive", "LIBGC_PROBE=0", "LIBGC_REPORT=kv",
+			      "SPY_DELAY_US=2000", inject, NULL };
+	const char *argv[] = { e2e_prog("spool"), mode, e2e_dir(), "4", "12", NULL };
+	unsigned long long direct = 0;
+	struct spy_summary s;
+	struct e2e_run r;
+	long delivered, failed;
+	char what[96];
+
+	snprintf(what, sizeof(what), "spool %s, a process a message%s%s", mode, inject ? ", " : "",
+		 inject ? inject : "");
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, what);
+	e2e_expect_ok(&r, what);
+	delivered = e2e_out_long(r.out, "delivered");
+	failed = e2e_out_long(r.out, "failed");
+	cr_expect_eq(delivered + failed, 48, "%s: %s", what, r.out);
+	cr_expect_eq(s.s_violations + s.s_unexplained_fail, 0,
+		     "%s: %zu requests reported durable without a covering real call, %zu EIO with no failed real call to explain them",
+		     what, s.s_violations, s.s_unexplained_fail);
+	cr_expect_eq(s.s_prog_fail, s.s_prog_eio, "%s: %zu failed, %zu with EIO", what,
+		     s.s_prog_fail, s.s_prog_eio);
+	/* each EIO the program saw is a message it did not deliver */
+	cr_expect_eq((size_t)failed, s.s_prog_eio, "%s: %ld failed, %zu EIO", what, failed,
+		     s.s_prog_eio);
+	if (inject)
+		cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
+			  what, s.s_real_fail, s.s_prog_eio);
+	cr_expect(e2e_report_get(r.err, 0, "bypass", &direct), "%s: no report: %s", what, r.err);
+	cr_log_info("%s: %llu of %zu requests made their real call at once, %ld failed", what,
+		    direct, s.s_prog, failed);
+	e2e_run_free(&r);
+	return direct;
+}
+
+/* A delivery agent run per message, syncing one file (maildrop): once
+ * GC_ONCE_EVIDENCE processes came and fewer than half came back, a first
+ * request makes its real call at once unless a transaction is gathering,
+ * instead of waiting behind commits it cannot share (the old library sent
+ * none of the 48 there). Where each process syncs the file and then new/,
+ * processes come back and their first requests join transactions as
+ * before. With the real calls of every third file failing, each process
+ * gets its failure, as bare. */
+Test(durable, processes_that_sync_once_make_their_real_call_at_once)
+{
+	unsigned long long once = once_case("-1", NULL), twice = once_case("-2", NULL);
+
+	cr_expect_geq(once, 32, "%llu of 48 single syncs made their real call at once", once);
+	cr_expect_eq(twice, 0, "%llu requests of processes that came back went alone", twice);
+	once = once_case("-1", "SPY_EIO_INO_MOD=3");
+	cr_expect_geq(once, 16, "with failures: %llu of 48 made their real call at once", once);
+}
+
 /* stepoff (THREADS threads, one a step ahead after WARM rounds) under the
  * adaptive policy, every request checked by the spies: returns the real
  * fsyncs of the directory and the requests handed back. */

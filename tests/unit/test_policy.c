@@ -1364,6 +1364,52 @@ static void dir_commit(struct gc_policy_state *ps, const struct gc_policy_cfg *p
 /* Only the adaptive policy hands back, only a mix of both kinds, and only
  * once a directory-only commit was timed and found cheap (under a quarter
  * of a commit); at most one transaction in GC_DEFER_EVERY. */
+/* Processes that sync once: a first request goes alone once
+ * GC_ONCE_EVIDENCE processes came and fewer than half came back. */
+Test(adaptive, a_first_request_goes_alone_where_processes_sync_once)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE), fixed = cfg(GC_POL_FIXED);
+	struct gc_policy_state ps;
+	int i;
+
+	gc_policy_init(&ps);
+	for (i = 1; i < GC_ONCE_EVIDENCE; i++)
+		cr_expect(!gc_policy_proc_first(&ps, &pc), "only %d processes seen", i);
+	cr_expect(gc_policy_proc_first(&ps, &pc), "%d came, none came back", GC_ONCE_EVIDENCE);
+	cr_expect(!gc_policy_proc_first(&ps, &fixed), "the other policies never");
+	/* 9 came (the other policy's request counted too) */
+	for (i = 0; i < 4; i++)
+		gc_policy_proc_back(&ps);
+	cr_expect(gc_policy_proc_first(&ps, &pc), "4 of 10 came back");
+	gc_policy_proc_back(&ps);
+	gc_policy_proc_back(&ps);
+	cr_expect(!gc_policy_proc_first(&ps, &pc), "6 of 11 came back");
+	cr_expect(!gc_policy_proc_first(&ps, &pc), "6 of 12 came back: half");
+	cr_expect(gc_policy_proc_first(&ps, &pc), "6 of 13 came back");
+
+	/* Processes that come back (a server's): every one of them */
+	gc_policy_init(&ps);
+	for (i = 0; i < 1000; i++) {
+		cr_expect(!gc_policy_proc_first(&ps, &pc), "process %d, all came back", i);
+		gc_policy_proc_back(&ps);
+	}
+	/* ... then a spool's agents, which do not: the counts halve at
+	 * GC_ONCE_WINDOW, so the old processes stop weighing after a window */
+	for (i = 0; i < GC_ONCE_WINDOW && !gc_policy_proc_first(&ps, &pc); i++)
+		;
+	cr_expect_lt(i, GC_ONCE_WINDOW, "still waiting after %d processes that synced once", i);
+	cr_expect_leq(ps.ps_procs_new, GC_ONCE_WINDOW);
+
+	/* nor does a peer's scribble put the counts out of range */
+	ps.ps_procs_new = UINT32_MAX;
+	ps.ps_procs_back = UINT32_MAX;
+	cr_expect(!gc_policy_proc_first(&ps, &pc), "back clamped to the processes that came");
+	cr_expect_lt(ps.ps_procs_new, GC_ONCE_WINDOW);
+	cr_expect_leq(ps.ps_procs_back, ps.ps_procs_new);
+	gc_policy_proc_back(&ps);
+	cr_expect_leq(ps.ps_procs_back, ps.ps_procs_new);
+}
+
 Test(adaptive, hands_back_the_fewer_kind_while_directory_commits_are_cheap)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE), fixed = cfg(GC_POL_FIXED);
