@@ -4,7 +4,9 @@
  * fdatasync, O_DSYNC) and only then report its id on the ack descriptor.
  * In spool mode (-f spool) each record is a message delivered the maildir
  * way: written to spool/tmp/, made durable, renamed into spool/new/, and the
- * directory fsynced before the acknowledgement. */
+ * directory fsynced before the acknowledgement. With -x (processes, a file
+ * each, appended) each record is written by a process of its own, started
+ * with exec, which syncs once and exits: a delivery agent run per message. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,6 +34,8 @@ static struct {
 	bool procs;
 	bool shared;
 	bool spool;		/* one message file per record, tmp/ -> new/ */
+	bool exec_each;		/* -x: a process (exec) per record */
+	const char *self;	/* argv[0], for -x */
 	bool use_pwrite;
 	bool overwrite;		/* -w overwrite: each record over an older one */
 	enum sync_mode sync;
@@ -62,7 +66,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: crashload -d DIR (-t N | -p N) [-f shared|each|spool]\n"
 		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite|overwrite]\n"
-		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD]\n");
+		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD] [-x]\n"
+		"  -x  (with -p, -f each, -w append) a process per record, by exec\n");
 	exit(2);
 }
 
@@ -150,6 +155,68 @@ static int open_dir(const char *sub)
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* -x: record @seq of writer @w by a new process (the one_record() of
+ * "crashload -X W:SEQ"), waited for. */
+static void *exec_record(unsigned w, uint64_t seq)
+{
+	char ws[48], ls[16], as[16];
+	const char *sync = opt.sync == SYNC_FSYNC ? "fsync" :
+			   opt.sync == SYNC_FDATASYNC ? "fdatasync" : "odsync";
+	int status;
+	pid_t pid;
+
+	snprintf(ws, sizeof(ws), "%u:%llu", w, (unsigned long long)seq);
+	snprintf(ls, sizeof(ls), "%u", opt.max_len);
+	snprintf(as, sizeof(as), "%d", opt.ack_fd);
+	pid = fork();
+	if (pid < 0)
+		return fail(w, seq, "fork", errno);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(opt.self, opt.self, "-X", ws, "-d", opt.dir, "-s", sync, "-l", ls, "-a", as,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return fail(w, seq, "waitpid", errno);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return fail(w, seq, "record process", 0);
+	return NULL;
+}
+
+/* After exec (-X W:SEQ): one record appended to writer W's file, made
+ * durable, acknowledged. */
+static int one_record(const char *ws)
+{
+	unsigned char buf[REC_MAX];
+	unsigned w;
+	unsigned long long seq;
+	uint32_t len;
+	struct ack_msg a = { .a_magic = ACK_MAGIC };
+	struct timespec ts;
+	int fd;
+
+	if (sscanf(ws, "%u:%llu", &w, &seq) != 2 || w >= MAX_WRITERS)
+		usage();
+	len = rec_build(buf, w, seq, opt.max_len);
+	if ((fd = open_file(w)) < 0)
+		return fail(w, seq, "open", errno), 1;
+	if (write(fd, buf, len) != (ssize_t)len)
+		return fail(w, seq, "write", errno), 1;
+	if (opt.sync == SYNC_FSYNC && fsync(fd))
+		return fail(w, seq, "fsync", errno), 1;
+	if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
+		return fail(w, seq, "fdatasync", errno), 1;
+	a.a_writer = w;
+	a.a_seq = seq;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
+		return fail(w, seq, "ack", errno), 1;
+	return 0;
+}
+
 static void *writer(void *arg)
 {
 	unsigned w = (unsigned)(uintptr_t)arg;
@@ -159,6 +226,11 @@ static void *writer(void *arg)
 
 	int new_fd = -1;
 
+	if (opt.exec_each) {
+		for (seq = 0; !opt.count || seq < opt.count; seq++)
+			exec_record(w, seq);
+		return NULL;
+	}
 	if (opt.spool) {
 		if ((new_fd = open_dir("new")) < 0)
 			return fail(w, 0, "open spool/new", errno);
@@ -344,10 +416,18 @@ static int run_procs(void)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
+	const char *one = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "d:t:p:f:s:w:n:l:a:")) != -1) {
+	opt.self = argv[0];
+	while ((c = getopt(argc, argv, "d:t:p:f:s:w:n:l:a:xX:")) != -1) {
 		switch (c) {
+		case 'x':
+			opt.exec_each = true;
+			break;
+		case 'X':
+			one = optarg;
+			break;
 		case 'd':
 			opt.dir = optarg;
 			break;
@@ -395,6 +475,14 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
+	if (one) {
+		if (!opt.dir || opt.max_len < REC_MIN || opt.max_len > REC_MAX || optind != argc)
+			usage();
+		rec_crc_init();
+		return one_record(one);
+	}
+	if (opt.exec_each && (!opt.procs || opt.shared || opt.spool || opt.use_pwrite))
+		usage();
 	if (!opt.dir || opt.writers < 1 || opt.writers > MAX_WRITERS ||
 	    opt.max_len < REC_MIN || opt.max_len > REC_MAX || optind != argc)
 		usage();

@@ -9,14 +9,15 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
 
 ALL_BINS    += $(CRASH_BINS)
-TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/intent.sh \
+TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/once.sh tests/crash/intent.sh \
 	       tests/crash/intent_cases.sh tests/crash/intent_eio.sh
 
 TRIALS ?= 10
 # Every filesystem the slow disk makes (CRASH_FS="xfs" for one).
 CRASH_FS ?= ext4 ext4-fc xfs btrfs
-# Both loads on each filesystem: records appended to files, then messages
-# delivered to a spool. Every series runs; the target fails if one did.
+# The loads on each filesystem: records appended to files, messages
+# delivered to a spool, records written by a process each. Every series
+# runs; the target fails if one did.
 # INTENT=1: libgc with its intent log, recovered before each check.
 # ext4 with fast commits loses fsynced data at a power cut bare on this disk
 # (tests/crash/README.md): its series also run bare, and one whose library
@@ -29,6 +30,7 @@ crashtest: deps $(CRASH_BINS) $(LIB) $(B)/gcrun $(B)/tests/slowdisk/slowdiskd
 	$(Q)rc=0; for fs in $(CRASH_FS); do \
 		$(call crash_one,); \
 		$(call crash_one,--load spool); \
+		$(call crash_one,--load once); \
 	done; exit $$rc
 
 crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
