@@ -344,11 +344,29 @@ static uint32_t fs_flags(const struct gc_domain *d)
 	return ref ? ref->dr_fs_flags : GC_FS_HELD_FAIL | GC_FS_DEAD_EIO;
 }
 
-/* With j_lock held, before a request joins: this process's first and
- * second requests on @d tell the policy whether processes come back
- * (gc_policy_proc_first). True for a first request where they do not and
- * no transaction is gathering: it makes its real call at once. */
-static bool once_direct(struct gc_domain *d)
+/* Does a commit in flight on @d sync inode @ino? */
+static bool committing_ino(const struct gc_domain *d, uint64_t ino)
+{
+	const struct gc_txn *c;
+	uint32_t i, n;
+
+	if (d->j_committing == GC_NONE)
+		return false;
+	c = &d->j_txns[RING_IX(d->j_committing)];
+	for (i = 0, n = gc_txn_inodes(c); i < n; i++)
+		if (c->t_islots[i].is_ino == ino)
+			return true;
+	return false;
+}
+
+/* With j_lock held, before a request for inode @ino joins: this process's
+ * first and second requests on @d tell the policy whether processes come
+ * back (gc_policy_proc_first). True for a first request where they do not,
+ * when it could only wait: a commit is in flight, but not of its inode,
+ * and no transaction is gathering. It makes its real call at once. With
+ * no commit in flight it begins or joins a transaction as any request does,
+ * so that those that sync one file or directory still share it. */
+static bool once_direct(struct gc_domain *d, uint64_t ino)
 {
 	struct gc_dom_ref *ref = dom_ref(d);
 	struct gc_policy_state *ps = &d->j_policy;
@@ -370,7 +388,9 @@ static bool once_direct(struct gc_domain *d)
 		       (unsigned long long)d->j_dev, ps->ps_procs_back, ps->ps_procs_new,
 		       once ? "makes its real call unless a transaction is gathering"
 			    : "joins a transaction");
-	return once && (d->j_running == GC_NONE || !d->j_txns[RING_IX(d->j_running)].t_handles);
+	return once && d->j_committing != GC_NONE &&
+	       (d->j_running == GC_NONE || !d->j_txns[RING_IX(d->j_running)].t_handles) &&
+	       !committing_ino(d, ino);
 }
 
 /* A request's own real call on @d's filesystem, its failure noted there. */
@@ -588,7 +608,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!gc_domain_lock(d))
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
-		if (!rejoined && once_direct(d)) {
+		if (!rejoined && once_direct(d, (uint64_t)st.st_ino)) {
 			gc_domain_unlock(d);
 			gc_stat_inc(bypass);
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));

@@ -442,7 +442,7 @@ Test(durable, spool_directory_fsyncs_are_shared)
  * of 12), under the adaptive policy with slow real calls (and @inject),
  * every request checked by the spies: the requests that made their real
  * call at once. A message whose fsync failed is counted by the program. */
-static unsigned long long once_case(const char *mode, const char *inject)
+static unsigned long long once_case(const char *mode, const char *inject, size_t *log_real)
 {
 	const char *env[] = { "LIBGC_POLICY=adaptive", "LIBGC_PROBE=0", "LIBGC_REPORT=kv",
 			      "SPY_DELAY_US=2000", inject, NULL };
@@ -472,6 +472,21 @@ static unsigned long long once_case(const char *mode, const char *inject)
 		cr_expect(s.s_real_fail >= 1 && s.s_prog_eio >= 1, "%s: real_fail=%zu prog_eio=%zu",
 			  what, s.s_real_fail, s.s_prog_eio);
 	cr_expect(e2e_report_get(r.err, 0, "bypass", &direct), "%s: no report: %s", what, r.err);
+	if (log_real) {
+		char path[4096];
+		struct spy_log log;
+		struct stat st;
+		size_t req;
+
+		snprintf(path, sizeof(path), "%s/log", e2e_dir());
+		cr_assert_eq(stat(path, &st), 0, "%s: no %s", what, path);
+		cr_assert_eq(spy_load(e2e_spy_log(), &log), 0);
+		req = spy_count(&log, SPY_PROG, SPY_FSYNC, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+		*log_real = spy_count(&log, SPY_REAL, SPY_FSYNC, (uint64_t)st.st_dev,
+				      (uint64_t)st.st_ino);
+		spy_free(&log);
+		cr_expect_eq(req, 48, "%s: fsyncs of the log seen: %zu", what, req);
+	}
 	cr_log_info("%s: %llu of %zu requests made their real call at once, %ld failed", what,
 		    direct, s.s_prog, failed);
 	e2e_run_free(&r);
@@ -485,15 +500,22 @@ static unsigned long long once_case(const char *mode, const char *inject)
  * none of the 48 there). Where each process syncs the file and then new/,
  * processes come back and their first requests join transactions as
  * before. With the real calls of every third file failing, each process
- * gets its failure, as bare. */
+ * gets its failure, as bare. Processes that sync one shared file once each
+ * still share its real calls. */
 Test(durable, processes_that_sync_once_make_their_real_call_at_once)
 {
-	unsigned long long once = once_case("-1", NULL), twice = once_case("-2", NULL);
+	unsigned long long once = once_case("-1", NULL, NULL), twice = once_case("-2", NULL, NULL);
+	size_t log_real;
 
-	cr_expect_geq(once, 32, "%llu of 48 single syncs made their real call at once", once);
+	cr_expect_geq(once, 16, "%llu of 48 single syncs made their real call at once", once);
 	cr_expect_eq(twice, 0, "%llu requests of processes that came back went alone", twice);
-	once = once_case("-1", "SPY_EIO_INO_MOD=3");
-	cr_expect_geq(once, 16, "with failures: %llu of 48 made their real call at once", once);
+	once = once_case("-1", "SPY_EIO_INO_MOD=3", NULL);
+	cr_expect_geq(once, 12, "with failures: %llu of 48 made their real call at once", once);
+	/* processes that sync once, all the same file: they still share its
+	 * real calls (a first version of the rule sent them all direct) */
+	once_case("-L", NULL, &log_real);
+	cr_expect_leq(log_real, 36, "%zu real fsyncs of the shared log for 48 requests", log_real);
+	cr_log_info("spool -L: %zu real fsyncs of the shared log for 48 requests", log_real);
 }
 
 /* stepoff (THREADS threads, one a step ahead after WARM rounds) under the

@@ -3,11 +3,12 @@
  * file, rename into new/, fsync new/), the pattern of maildir delivery
  * agents. Prints "delivered=N" on success.
  *   spool DIR PROCS MESSAGES
- *   spool -1|-2 DIR PROCS MESSAGES
+ *   spool -1|-2|-L DIR PROCS MESSAGES
  *       each message by a process of its own, started with exec (a delivery
  *       agent run per message): -1 fsyncs the file alone, as maildrop does,
- *       -2 the file and then new/; a message whose fsync failed is counted
- *       ("failed=N"), not delivered, and the run goes on */
+ *       -2 the file and then new/, -L appends the message to one shared
+ *       file, DIR/log, and fsyncs that; a message whose fsync failed is
+ *       counted ("failed=N"), not delivered, and the run goes on */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,11 +18,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* One message, @syncs 1 or 2, by this process (after exec). */
+/* One message, @syncs 1 or 2 (3: appended to DIR/log), by this process
+ * (after exec). */
 static int deliver_one(const char *dir, int w, int i, int syncs)
 {
 	char tmp[4096], dst[4096], body[256];
 	int fd, len = snprintf(body, sizeof(body), "message %d from worker %d\n", i, w);
+
+	if (syncs == 3) {
+		snprintf(tmp, sizeof(tmp), "%s/log", dir);
+		fd = open(tmp, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd < 0 || write(fd, body, (size_t)len) != len)
+			return 3;
+		return fsync(fd) ? 2 : close(fd) ? 3 : 0;
+	}
 
 	snprintf(tmp, sizeof(tmp), "%s/tmp/%d.%d", dir, w, i);
 	snprintf(dst, sizeof(dst), "%s/new/%d.%d", dir, w, i);
@@ -96,8 +106,9 @@ int main(int argc, char **argv)
 
 	if (argc == 6 && !strcmp(argv[1], "-m"))
 		return deliver_one(argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[2]));
-	if (argc == 5 && (!strcmp(argv[1], "-1") || !strcmp(argv[1], "-2"))) {
-		syncs = argv[1][1] - '0';
+	if (argc == 5 && (!strcmp(argv[1], "-1") || !strcmp(argv[1], "-2") ||
+			  !strcmp(argv[1], "-L"))) {
+		syncs = argv[1][1] == 'L' ? 3 : argv[1][1] - '0';
 		argv++;
 		argc--;
 	}
@@ -112,7 +123,7 @@ int main(int argc, char **argv)
 	/* A process a message: this one, which outlives them, syncs new/ as
 	 * many times as each of them does, so the library's shared state for
 	 * the directory lives as long as the run (a spool's daemon) */
-	for (int k = 0; k < syncs; k++) {
+	for (int k = 0; k < (syncs == 2 ? 2 : syncs ? 1 : 0); k++) {
 		int fd = open(path, O_RDONLY | O_DIRECTORY);
 
 		if (fd < 0 || fsync(fd) || close(fd))
