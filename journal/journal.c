@@ -386,7 +386,7 @@ static bool once_direct(struct gc_domain *d, uint64_t ino)
 		gc_log(GC_LOG_DEBUG,
 		       "device %llx: %u of the last %u processes came back: a first request %s",
 		       (unsigned long long)d->j_dev, ps->ps_procs_back, ps->ps_procs_new,
-		       once ? "makes its real call unless a transaction is gathering"
+		       once ? "makes its real call rather than wait behind another inode's commit"
 			    : "joins a transaction");
 	return once && d->j_committing != GC_NONE &&
 	       (d->j_running == GC_NONE || !d->j_txns[RING_IX(d->j_running)].t_handles) &&
