@@ -185,42 +185,76 @@ static void *exec_record(unsigned w, uint64_t seq)
 	return NULL;
 }
 
+/* Record @seq of writer @w: written to @fd (or, in spool mode, delivered
+ * as a message into @new_fd's spool), made durable, then acknowledged.
+ * false once it failed (fail(): after the cut announced, the writer ends). */
+static bool record(int fd, int new_fd, unsigned w, uint64_t seq, uint64_t *own_off)
+{
+	unsigned char buf[REC_MAX];
+	uint32_t len = rec_build(buf, w, seq, opt.max_len);
+	struct ack_msg a = {
+		.a_magic = ACK_MAGIC, .a_writer = w, .a_seq = seq,
+	};
+	struct timespec ts;
+	ssize_t n;
+
+	if (opt.spool) {
+		int err;
+		const char *step = deliver(new_fd, w, seq, buf, len, &err);
+
+		if (step)
+			return fail(w, seq, step, err), false;
+		goto ack;
+	}
+	if (opt.use_pwrite) {
+		/* Reserve the range first so no two writers overlap. */
+		uint64_t off = opt.shared ?
+			__atomic_fetch_add(opt.next_off, len, __ATOMIC_RELAXED) :
+			*own_off;
+
+		/* overwrite: record seq goes to its writer's slot seq % REC_SLOTS,
+		 * in place of the one REC_SLOTS before it */
+		if (opt.overwrite)
+			off = rec_slot_off(w, seq, opt.shared);
+
+		*own_off += len;
+		n = pwrite(fd, buf, len, (off_t)off);
+	} else {
+		n = write(fd, buf, len);
+	}
+	if (n != (ssize_t)len)
+		return fail(w, seq, "write", n < 0 ? errno : 0), false;
+	if (opt.sync == SYNC_FSYNC && fsync(fd))
+		return fail(w, seq, "fsync", errno), false;
+	if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
+		return fail(w, seq, "fdatasync", errno), false;
+ack:
+	clock_gettime(CLOCK_REALTIME, &ts);
+	a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
+		return fail(w, seq, "ack", errno), false;
+	return true;
+}
+
 /* After exec (-X W:SEQ): one record appended to writer W's file, made
  * durable, acknowledged. */
 static int one_record(const char *ws)
 {
-	unsigned char buf[REC_MAX];
 	unsigned w;
 	unsigned long long seq;
-	uint32_t len;
-	struct ack_msg a = { .a_magic = ACK_MAGIC };
-	struct timespec ts;
+	uint64_t off = 0;
 	int fd;
 
 	if (sscanf(ws, "%u:%llu", &w, &seq) != 2 || w >= MAX_WRITERS)
 		usage();
-	len = rec_build(buf, w, seq, opt.max_len);
 	if ((fd = open_file(w)) < 0)
 		return fail(w, seq, "open", errno), 1;
-	if (write(fd, buf, len) != (ssize_t)len)
-		return fail(w, seq, "write", errno), 1;
-	if (opt.sync == SYNC_FSYNC && fsync(fd))
-		return fail(w, seq, "fsync", errno), 1;
-	if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
-		return fail(w, seq, "fdatasync", errno), 1;
-	a.a_writer = w;
-	a.a_seq = seq;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
-		return fail(w, seq, "ack", errno), 1;
-	return 0;
+	return record(fd, -1, w, seq, &off) ? 0 : 1;
 }
 
 static void *writer(void *arg)
 {
 	unsigned w = (unsigned)(uintptr_t)arg;
-	unsigned char buf[REC_MAX];
 	uint64_t own_off = 0, seq;
 	int fd = opt.shared_fd;
 
@@ -237,50 +271,9 @@ static void *writer(void *arg)
 	} else if (fd < 0 && (fd = open_file(w)) < 0) {
 		return fail(w, 0, "open", errno);
 	}
-	for (seq = 0; !opt.count || seq < opt.count; seq++) {
-		uint32_t len = rec_build(buf, w, seq, opt.max_len);
-		struct ack_msg a = {
-			.a_magic = ACK_MAGIC, .a_writer = w, .a_seq = seq,
-		};
-		struct timespec ts;
-		ssize_t n;
-
-		if (opt.spool) {
-			int err;
-			const char *step = deliver(new_fd, w, seq, buf, len, &err);
-
-			if (step)
-				return fail(w, seq, step, err);
-			goto ack;
-		}
-		if (opt.use_pwrite) {
-			/* Reserve the range first so no two writers overlap. */
-			uint64_t off = opt.shared ?
-				__atomic_fetch_add(opt.next_off, len, __ATOMIC_RELAXED) :
-				own_off;
-
-			/* overwrite: record seq goes to its writer's slot seq % REC_SLOTS,
-			 * in place of the one REC_SLOTS before it */
-			if (opt.overwrite)
-				off = rec_slot_off(w, seq, opt.shared);
-
-			own_off += len;
-			n = pwrite(fd, buf, len, (off_t)off);
-		} else {
-			n = write(fd, buf, len);
-		}
-		if (n != (ssize_t)len)
-			return fail(w, seq, "write", n < 0 ? errno : 0);
-		if (opt.sync == SYNC_FSYNC && fsync(fd))
-			return fail(w, seq, "fsync", errno);
-		if (opt.sync == SYNC_FDATASYNC && fdatasync(fd))
-			return fail(w, seq, "fdatasync", errno);
-ack:
-		clock_gettime(CLOCK_REALTIME, &ts);
-		a.a_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		if (write(opt.ack_fd, &a, sizeof(a)) != (ssize_t)sizeof(a))
-			return fail(w, seq, "ack", errno);
-	}
+	for (seq = 0; !opt.count || seq < opt.count; seq++)
+		if (!record(fd, new_fd, w, seq, &own_off))
+			break;
 	return NULL;
 }
 
