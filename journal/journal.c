@@ -380,7 +380,7 @@ static bool once_direct(struct gc_domain *d, uint64_t ino)
 		gc_policy_proc_back(ps);
 		return false;
 	}
-	was = ps->ps_once;
+	was = gc_policy_procs_once(ps, &gc_cfg.c_policy);
 	once = gc_policy_proc_first(ps, &gc_cfg.c_policy);
 	if (once != was)
 		gc_log(GC_LOG_DEBUG,

@@ -544,6 +544,12 @@ enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy
 	return seq & 1 ? GC_DEFER_FILES : GC_DEFER_DIRS;
 }
 
+bool gc_policy_procs_once(const struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
+{
+	return pc->pc_kind == GC_POL_ADAPTIVE && ps->ps_procs_new >= GC_ONCE_EVIDENCE &&
+	       2ULL * ps->ps_procs_back < ps->ps_procs_new;
+}
+
 bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
 {
 	uint32_t n = ps->ps_procs_new, back = ps->ps_procs_back;
@@ -558,8 +564,7 @@ bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg
 		back = n;
 	ps->ps_procs_new = n;
 	ps->ps_procs_back = back;
-	ps->ps_once = pc->pc_kind == GC_POL_ADAPTIVE && n >= GC_ONCE_EVIDENCE && 2 * back < n;
-	return ps->ps_once;
+	return gc_policy_procs_once(ps, pc);
 }
 
 void gc_policy_proc_back(struct gc_policy_state *ps)

@@ -79,8 +79,6 @@ struct gc_policy_state {
 	 * a second), both halved at GC_ONCE_WINDOW: gc_policy_proc_first. */
 	uint32_t ps_procs_new;
 	uint32_t ps_procs_back;
-	uint32_t ps_once;		/* its last answer: processes here sync once */
-	uint32_t ps_once_pad;
 	/* Threads seen making direct calls, sampled without a lock (hashed by
 	 * tid, a collision overwrites): when grouping resumes they are the
 	 * recent sync threads a transaction waits for. (atomic) */
@@ -227,6 +225,8 @@ enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy
 #define GC_ONCE_EVIDENCE 8
 #define GC_ONCE_WINDOW 64
 bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg *pc);
+/* What gc_policy_proc_first answers from the counts as they stand. */
+bool gc_policy_procs_once(const struct gc_policy_state *ps, const struct gc_policy_cfg *pc);
 /* The same process's second request: it came back. */
 void gc_policy_proc_back(struct gc_policy_state *ps);
 
