@@ -549,7 +549,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	struct stat st;
 	uint64_t now, w, t1;
 	uint32_t kind;
-	bool owner = false, rejoined;
+	bool owner = false, rejoined, alone;
 	int r;
 
 	/* From here on this process is named to others (membership, handles,
@@ -608,14 +608,14 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!gc_domain_lock(d))
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		gc_undo_run(d);
-		if (!rejoined && once_direct(d, (uint64_t)st.st_ino)) {
+		/* its own real call: a first request the rule sends alone, or
+		 * one the transaction has no room for */
+		alone = !rejoined && once_direct(d, (uint64_t)st.st_ino);
+		if (alone || !gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
+					     rejoined, now)) {
 			gc_domain_unlock(d);
-			gc_stat_inc(bypass);
-			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
-		}
-		if (!gc_handle_join(&h, (uint64_t)st.st_ino, datasync, S_ISDIR(st.st_mode),
-				    rejoined, now)) {
-			gc_domain_unlock(d);
+			if (alone)
+				gc_stat_inc(bypass);
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 		}
 		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
