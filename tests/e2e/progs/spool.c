@@ -18,35 +18,48 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* One message, @syncs 1 or 2 (3: appended to DIR/log), by this process
- * (after exec). */
-static int deliver_one(const char *dir, int w, int i, int syncs)
+/* Message @i of worker @w: written into tmp/, fsynced, renamed into new/,
+ * and new/ fsynced through @newfd unless it is -1. Returns 0, 2 (the
+ * file's open, write, fsync or close failed) or 3 (the rename or new/'s
+ * fsync). */
+static int deliver_msg(const char *dir, int w, int i, int newfd)
 {
 	char tmp[4096], dst[4096], body[256];
 	int fd, len = snprintf(body, sizeof(body), "message %d from worker %d\n", i, w);
-
-	if (syncs == 3) {
-		snprintf(tmp, sizeof(tmp), "%s/log", dir);
-		fd = open(tmp, O_WRONLY | O_APPEND | O_CREAT, 0644);
-		if (fd < 0 || write(fd, body, (size_t)len) != len)
-			return 3;
-		return fsync(fd) ? 2 : close(fd) ? 3 : 0;
-	}
 
 	snprintf(tmp, sizeof(tmp), "%s/tmp/%d.%d", dir, w, i);
 	snprintf(dst, sizeof(dst), "%s/new/%d.%d", dir, w, i);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	if (fd < 0 || write(fd, body, (size_t)len) != len || fsync(fd) || close(fd))
 		return 2;
-	if (rename(tmp, dst))
+	if (rename(tmp, dst) || (newfd >= 0 && fsync(newfd)))
 		return 3;
+	return 0;
+}
+
+/* One message, @syncs 1 or 2 (3: appended to DIR/log), by this process
+ * (after exec). */
+static int deliver_one(const char *dir, int w, int i, int syncs)
+{
+	char path[4096], body[256];
+	int fd, r, len;
+
+	if (syncs == 3) {
+		len = snprintf(body, sizeof(body), "message %d from worker %d\n", i, w);
+		snprintf(path, sizeof(path), "%s/log", dir);
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd < 0 || write(fd, body, (size_t)len) != len)
+			return 3;
+		return fsync(fd) ? 2 : close(fd) ? 3 : 0;
+	}
+	fd = -1;
 	if (syncs == 2) {
-		snprintf(tmp, sizeof(tmp), "%s/new", dir);
-		fd = open(tmp, O_RDONLY | O_DIRECTORY);
-		if (fd < 0 || fsync(fd) || close(fd))
+		snprintf(path, sizeof(path), "%s/new", dir);
+		if ((fd = open(path, O_RDONLY | O_DIRECTORY)) < 0)
 			return 3;
 	}
-	return 0;
+	r = deliver_msg(dir, w, i, fd);
+	return fd >= 0 && close(fd) && !r ? 3 : r;
 }
 
 /* Worker @w's @n messages, each by a new process running @self. Returns
@@ -77,24 +90,16 @@ static int deliver_exec(const char *self, const char *dir, int w, int n, int syn
 
 static int deliver(const char *dir, int w, int n)
 {
-	char tmp[4096], dst[4096], body[256];
-	int newfd, i;
+	char tmp[4096];
+	int newfd, i, r;
 
 	snprintf(tmp, sizeof(tmp), "%s/new", dir);
 	newfd = open(tmp, O_RDONLY | O_DIRECTORY);
 	if (newfd < 0)
 		return 1;
-	for (i = 0; i < n; i++) {
-		int fd, len = snprintf(body, sizeof(body), "message %d from worker %d\n", i, w);
-
-		snprintf(tmp, sizeof(tmp), "%s/tmp/%d.%d", dir, w, i);
-		snprintf(dst, sizeof(dst), "%s/new/%d.%d", dir, w, i);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-		if (fd < 0 || write(fd, body, (size_t)len) != len || fsync(fd) || close(fd))
-			return 2;
-		if (rename(tmp, dst) || fsync(newfd))
-			return 3;
-	}
+	for (i = 0; i < n; i++)
+		if ((r = deliver_msg(dir, w, i, newfd)))
+			return r;
 	return close(newfd) ? 4 : 0;
 }
 
