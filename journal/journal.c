@@ -180,6 +180,24 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 		 * decides again, and closes at once */
 		if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
 			gc_domain_wake(d, &d->j_wq_lead);
+		if (gc_policy_device_flush(ps, now) && ps->ps_oc_probe)
+			gc_log(GC_LOG_DEBUG,
+			       "device %llx: %s calls now, a probe (t=%llu ms; from the outcome: held %llu us a request, %u%% of recent transactions closed by timeout, commits of %llu us)",
+			       (unsigned long long)d->j_dev,
+			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
+			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
+			       (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
+			       ps->ps_timeouts_x256 * 100 / 256,
+			       (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
+		else if (gc_policy_device_flush(ps, now))
+			gc_log(GC_LOG_DEBUG,
+			       "device %llx: %s calls now, chosen (t=%llu ms; from the outcome: probed %llu us a request, held %llu us)",
+			       (unsigned long long)d->j_dev,
+			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
+			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
+			       (unsigned long long)(ps->ps_oc_last_ns / GC_NSEC_PER_USEC),
+			       (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
+		else
 		gc_log(GC_LOG_DEBUG,
 		       "device %llx: %s calls now (t=%llu ms; from own timing: shortest direct call %llu us, next epoch %llu ms)",
 		       (unsigned long long)d->j_dev,
@@ -294,6 +312,7 @@ static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t
 		int32_t tid = gc_gettid();
 
 		gc_policy_direct_done(&d->j_policy, tid, t0, *t1);
+		gc_policy_latency(&d->j_policy, t0, *t1);
 		if (*t1 - gc_seen_ns >= GC_SEEN_EVERY_NS) {
 			gc_policy_seen(&d->j_policy, tid, *t1);
 			gc_seen_ns = *t1;
@@ -647,5 +666,6 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!r && e < 0)
 			r = e;
 	}
+	gc_policy_latency(&d->j_policy, begun, gc_now_ns());
 	return held_result(d, fd, begun, S_ISDIR(st.st_mode), r);
 }

@@ -88,6 +88,7 @@ void gc_policy_init(struct gc_policy_state *ps)
 	ps->ps_batch_x16 = 32;
 	ps->ps_fb_hold = GC_FB_HOLD_MIN;
 	ps->ps_fb_min_ns = UINT64_MAX;
+	ps->ps_oc_hold = GC_FB_HOLD_MIN;
 }
 
 static uint64_t active_window(const struct gc_policy_state *ps)
@@ -112,7 +113,9 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
 	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_fb_mode <= GC_FB_DIRECT &&
-	       ps->ps_fb_hold >= GC_FB_HOLD_MIN && ps->ps_fb_hold <= GC_FB_HOLD_MAX;
+	       ps->ps_fb_hold >= GC_FB_HOLD_MIN && ps->ps_fb_hold <= GC_FB_HOLD_MAX &&
+	       ps->ps_oc_mode <= GC_FB_DIRECT && ps->ps_oc_probe <= 1 &&
+	       ps->ps_oc_hold >= GC_FB_HOLD_MIN && ps->ps_oc_hold <= GC_FB_HOLD_MAX;
 }
 
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
@@ -200,7 +203,15 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	 * than judge counts gathered meanwhile. */
 	if (flush_ns)
 		__atomic_store_n(&ps->ps_fb_epoch_start, 0, __ATOMIC_RELAXED);
-	return device_verdict(flush_ns) != was;
+	if (device_verdict(flush_ns) == was)
+		return false;
+	/* a device newly slow is grouped first, and its outcome checked
+	 * afresh */
+	__atomic_store_n(&ps->ps_oc_mode, GC_FB_GROUP, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_start, 0, __ATOMIC_RELAXED);
+	ps->ps_oc_probe = 0;
+	ps->ps_oc_hold = GC_FB_HOLD_MIN;
+	return true;
 }
 
 /* A verdict holds at most this long, whatever it rests on: a scribbled or
@@ -210,7 +221,7 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 				    const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t at, start, len, until = now + GC_VERDICT_MAX_NS;
+	uint64_t at, f, start, len, until = now + GC_VERDICT_MAX_NS;
 	struct gc_verdict v = { GC_V_GROUP, until };
 
 	if (pc->pc_kind == GC_POL_NONE) {
@@ -227,8 +238,23 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 		else
 			until = now; /* due: the next request refreshes */
 	}
-	if (gc_policy_device_flush(ps, now)) {
-		v.v_kind = gc_policy_bypass(ps, pc, now) ? GC_V_DIRECT : GC_V_GROUP;
+	f = gc_policy_device_flush(ps, now);
+	if (f && f < GC_DEVICE_GROUP_NS) {
+		v.v_kind = GC_V_DIRECT;
+		v.v_until_ns = until;
+		return v;
+	}
+	if (f) {
+		/* grouped or timed direct calls until the stretch ends */
+		start = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED);
+		len = __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
+		if (start && start <= now && now - start < len && start + len < until)
+			until = start + len;
+		else if (!start || start > now || now - start >= len)
+			until = now;
+		v.v_kind = __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT
+				   ? GC_V_TIMED
+				   : GC_V_GROUP;
 		v.v_until_ns = until;
 		return v;
 	}
@@ -281,7 +307,8 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 		return false;
 	f = gc_policy_device_flush(ps, now);
 	if (f)
-		return f < GC_DEVICE_GROUP_NS;
+		return f < GC_DEVICE_GROUP_NS ||
+		       __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT;
 	return __atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT;
 }
 
@@ -327,15 +354,137 @@ static uint64_t fb_epoch_len(const struct gc_policy_state *ps)
 	return by_calls > GC_FB_EPOCH_NS ? by_calls : GC_FB_EPOCH_NS;
 }
 
+/*
+ * The outcome check, while the device says grouping (rule 0). Grouping
+ * holds; where it does not evidently pay (oc_grouping_pays), two
+ * stretches of timed direct calls follow each hold, and whichever mode
+ * answered the program's calls sooner on average, in the last stretch of
+ * each, holds next. A direct hold ends in two grouped stretches, compared
+ * the same way. Only the last stretch is measured: grouped, threads need
+ * a few commits to come into step. Where grouping evidently pays (the
+ * storms it wins), direct calls are never tried: a probe would knock
+ * threads that share commits in step out of it.
+ */
+static uint64_t oc_len(const struct gc_policy_state *ps)
+{
+	uint64_t by_commits = sat_mul(ps->ps_commit_ns, GC_OC_COMMITS);
+
+	return by_commits > GC_FB_EPOCH_NS ? by_commits : GC_FB_EPOCH_NS;
+}
+
+void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
+{
+	uint64_t from = __atomic_load_n(&ps->ps_oc_from, __ATOMIC_RELAXED);
+
+	/* only the last stretch of a hold or a probe is measured: a request
+	 * begun before was served partly the other way, or before the
+	 * threads settled into the mode (grouped, into step) */
+	if (!from || start < from || end < start)
+		return;
+	__atomic_fetch_add(&ps->ps_oc_lat_ns, end - start, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ps->ps_oc_lat_n, 1, __ATOMIC_RELAXED);
+}
+
+static bool oc_due(const struct gc_policy_state *ps, uint64_t now)
+{
+	uint64_t start = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED);
+	uint64_t len = __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
+
+	if (!start)
+		return true;
+	if (start > now)
+		return start - now > len; /* scribbles */
+	return now - start >= len;
+}
+
+static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint64_t len,
+		     uint64_t now)
+{
+	__atomic_store_n(&ps->ps_oc_mode, mode, __ATOMIC_RELAXED);
+	ps->ps_oc_probe = probe;
+	__atomic_store_n(&ps->ps_oc_lat_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_lat_n, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_from, now + len - min_u64(len, oc_len(ps)), __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_start, now, __ATOMIC_RELAXED);
+}
+
+/* The hold of @mode; a repeated verdict doubles it. */
+static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
+		    bool again, uint64_t now)
+{
+	if (!again)
+		ps->ps_oc_hold = GC_FB_HOLD_MIN;
+	else if (ps->ps_oc_hold < GC_FB_HOLD_MAX)
+		ps->ps_oc_hold = ps->ps_oc_hold < GC_FB_HOLD_MAX / 2 ? 2 * ps->ps_oc_hold
+								     : GC_FB_HOLD_MAX;
+	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
+		seen_fold(ps, pc, now);
+	oc_start(ps, mode, false, sat_mul(oc_len(ps), ps->ps_oc_hold), now);
+}
+
+/* Does grouping evidently pay, so that direct calls need no probe? Not
+ * where one transaction in 8 or more (an EWMA of 1/8) closed by its
+ * timeout: it waited for threads that did not come (threads that pause
+ * between syncs), while the disk idled where, bare, their calls would
+ * have reached it at once. A storm closes by count. */
+static bool oc_grouping_pays(const struct gc_policy_state *ps)
+{
+	return ps->ps_timeouts_x256 < 256 / 8;
+}
+
+static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
+{
+	uint32_t mode = __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED);
+	uint64_t n = __atomic_load_n(&ps->ps_oc_lat_n, __ATOMIC_RELAXED);
+	uint64_t mean = n ? __atomic_load_n(&ps->ps_oc_lat_ns, __ATOMIC_RELAXED) / n : 0;
+
+	if (!__atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED)) {
+		/* grouped from the first commit, for two stretches: the
+		 * check comes soon, once commits of the work were timed */
+		ps->ps_oc_hold = GC_FB_HOLD_MIN;
+		oc_start(ps, GC_FB_GROUP, false, 2 * oc_len(ps), now);
+		return false;
+	}
+	ps->ps_oc_last_ns = mean;
+	if (!ps->ps_oc_probe) {
+		/* a hold ended: try the other mode for a stretch, unless
+		 * grouping waits too little to lose, or nothing was measured */
+		if (!n || (mode == GC_FB_GROUP && oc_grouping_pays(ps))) {
+			oc_hold(ps, pc, mode, true, now);
+			return false;
+		}
+		/* the evidence of the domain's first commits is its start-up's
+		 * (threads arriving one by one): one more stretch */
+		if (mode == GC_FB_GROUP && ps->ps_txns < 4 * GC_OC_COMMITS) {
+			oc_start(ps, mode, false, oc_len(ps), now);
+			return false;
+		}
+		ps->ps_oc_ref_ns = mean;
+		if (mode == GC_FB_DIRECT)
+			seen_fold(ps, pc, now);
+		oc_start(ps, !mode, true, 2 * oc_len(ps), now);
+		return true;
+	}
+	/* a probe ended: its mode holds if it answered sooner */
+	if (n && mean < ps->ps_oc_ref_ns) {
+		oc_hold(ps, pc, mode, false, now);
+		return true;
+	}
+	oc_hold(ps, pc, !mode, true, now);
+	return true;
+}
+
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
+	uint64_t f, start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
 
 	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
-	if (gc_policy_device_flush(ps, now))
-		return false; /* the device decides: nothing to measure */
+	f = gc_policy_device_flush(ps, now);
+	if (f)
+		return f >= GC_DEVICE_GROUP_NS && oc_due(ps, now);
 	if (!start)
 		return true;
 	/* A thread that read the clock before another started this epoch
@@ -366,6 +515,8 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
+	if (gc_policy_device_flush(ps, now))
+		return oc_end(ps, pc, now);
 	min = __atomic_load_n(&ps->ps_fb_min_ns, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED)) {
 		/* The first epoch times direct calls: until they are
@@ -582,6 +733,8 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	uint32_t i, j;
 
 	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
+	ps->ps_timeouts_x256 = (uint32_t)(((cs->cs_close == GC_CLOSE_TIMEOUT ? 256ULL : 0) +
+					   7ULL * ps->ps_timeouts_x256) / 8);
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
 	if (cs->cs_dirs_only) {

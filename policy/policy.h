@@ -79,6 +79,26 @@ struct gc_policy_state {
 	 * a second), both halved at GC_ONCE_WINDOW: gc_policy_proc_first. */
 	uint32_t ps_procs_new;
 	uint32_t ps_procs_back;
+	/* The outcome check (rule 0 grouped): what requests cost, grouped
+	 * and direct, in turns. A stretch lasts GC_OC_COMMITS commits (at
+	 * least GC_FB_EPOCH_NS); a hold of the chosen mode GC_FB_HOLD_MIN
+	 * stretches, doubling to GC_FB_HOLD_MAX while the same mode wins;
+	 * then two stretches probe the other mode, and the lower mean
+	 * request latency (the program's call to its answer) in the last
+	 * stretch of each is chosen. */
+	uint32_t ps_oc_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: this stretch (atomic) */
+	uint32_t ps_oc_probe;		/* this stretch probes ps_oc_mode */
+	uint32_t ps_oc_hold;		/* stretches of the next hold */
+	uint32_t ps_oc_pad;
+	uint64_t ps_oc_start;		/* 0: none yet (atomic) */
+	uint64_t ps_oc_len;		/* (atomic) */
+	uint64_t ps_oc_from;		/* its last stretch, the one measured, begins (atomic) */
+	uint64_t ps_oc_ref_ns;		/* mean latency of the chosen mode's last hold */
+	uint64_t ps_oc_last_ns;		/* mean latency of the stretch that ended last */
+	uint64_t ps_oc_lat_ns;		/* requests of this stretch: latency summed (atomic) */
+	uint64_t ps_oc_lat_n;		/* and counted (atomic) */
+	uint32_t ps_timeouts_x256;	/* EWMA (1/8) of transactions closed by timeout, x256 */
+	uint32_t ps_oc_pad2;
 	/* Threads seen making direct calls, sampled without a lock (hashed by
 	 * tid, a collision overwrites): when grouping resumes they are the
 	 * recent sync threads a transaction waits for. (atomic) */
@@ -169,6 +189,12 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
  * every GC_SEEN_EVERY_NS per thread). Lock-free. */
 #define GC_SEEN_EVERY_NS (250ULL * 1000ULL)
 void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now);
+
+/* A request of the domain, grouped or on a timed direct call, ran from
+ * the program's call at @start to its answer at @end: the outcome check's
+ * measure, counted for the stretch it ran within. Lock-free. */
+void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end);
+#define GC_OC_COMMITS 8
 
 /* Distinct sync threads seen within the activity window ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);

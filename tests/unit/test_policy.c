@@ -892,7 +892,10 @@ Test(device, slow_flush_groups_from_the_first_commit)
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, 4 * MS, GC_DEV_DISKSTATS, t);
 	cr_expect_not(gc_policy_bypass(&ps, &pc, t));
-	cr_expect_not(gc_policy_epoch_due(&ps, &pc, t), "no direct epoch first");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "no direct epoch first");
+	cr_expect_not(gc_policy_epoch_end(&ps, &pc, t), "a grouped hold opens");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, t + MS));
 	gc_policy_arrive(&ps, &pc, 1, t);
 	gc_policy_arrive(&ps, &pc, 2, t);
 	cr_assert_eq(ps.ps_commit_samples, 0);
@@ -1523,4 +1526,214 @@ Test(verdict, threads_seen_on_direct_calls_are_waited_for)
 	gc_policy_seen(&ps, 13, t + 10 * SEC);
 	cr_assert(fb_step(&ps, &pc, &t, 4, CALL_SLOW), "not grouped");
 	cr_expect_eq(gc_policy_active(&ps, t), 5, "threads 1-4 and 12 are recent");
+}
+
+/* ---- the outcome check (the device says grouping) ---------------------- */
+
+#define OC_COMMIT (4 * MS)
+#define OC_STRETCH (GC_OC_COMMITS * OC_COMMIT)
+
+/* @n commits of OC_COMMIT (the device's flush too), closed for @why. */
+static void oc_commits(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t t,
+		       enum gc_close_reason why, int n)
+{
+	for (int i = 0; i < n; i++)
+		commit(ps, pc, t, t + MS, OC_COMMIT, 8, why);
+}
+
+/* Runs the domain until its stretch ends: a request every millisecond
+ * taking @lat_ns (the device refreshed as the journal does), then the end
+ * of the stretch. Returns epoch_end's answer; *@t is the end. */
+static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t *t,
+		   uint64_t lat_ns)
+{
+	while (!gc_policy_epoch_due(ps, pc, *t)) {
+		if (gc_policy_device_claim(ps, *t))
+			gc_policy_device(ps, OC_COMMIT, GC_DEV_OBSERVER, *t);
+		if (*t >= lat_ns)
+			gc_policy_latency(ps, *t - lat_ns, *t);
+		*t += MS;
+	}
+	if (gc_policy_device_claim(ps, *t))
+		gc_policy_device(ps, OC_COMMIT, GC_DEV_OBSERVER, *t);
+	return gc_policy_epoch_end(ps, pc, *t);
+}
+
+static struct gc_policy_state oc_open(const struct gc_policy_cfg *pc, uint64_t t,
+				      enum gc_close_reason why)
+{
+	struct gc_policy_state ps;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	oc_commits(&ps, pc, t, why, 4 * GC_OC_COMMITS);
+	cr_assert_not(gc_policy_epoch_end(&ps, pc, t), "the first hold is grouped");
+	return ps;
+}
+
+/* Where fewer than one transaction in 8 closes by its timeout (a storm
+ * closes by count), direct calls are never tried, and each hold is twice
+ * the last, up to the cap. At the edge: one timeout, then one close by
+ * count (7/8 of 1/8). */
+Test(outcome, grouping_closed_by_count_is_never_probed)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_COUNT);
+
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	oc_commits(&ps, &pc, t, GC_CLOSE_COUNT, 1);
+	uint32_t holds[] = { 16, 32, 64, 64 };
+
+	for (unsigned i = 0; i < sizeof(holds) / sizeof(holds[0]); i++) {
+		uint64_t from = t;
+
+		cr_expect_not(oc_run(&ps, &pc, &t, 20 * MS), "hold %u", i);
+		/* the first hold is two stretches: the check comes soon */
+		cr_expect_geq(t - from, (i ? holds[i - 1] : 2) * OC_STRETCH, "hold %u lasted", i);
+		cr_expect_lt(t - from, (i ? holds[i - 1] : 2) * OC_STRETCH + 2 * MS, "hold %u", i);
+		cr_expect_eq(ps.ps_oc_hold, holds[i], "hold %u", i);
+		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "hold %u", i);
+		cr_expect_not(gc_policy_bypass(&ps, &pc, t));
+	}
+}
+
+/* Where one transaction in 8 or more closes by its timeout (threads that
+ * pause: here all of them), two stretches of timed direct calls follow the
+ * hold; the mode that answered sooner holds next, and a probe of grouping
+ * ends each direct hold the same way. */
+Test(outcome, the_mode_that_answers_sooner_holds)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, from;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "the hold ends in a probe");
+	cr_expect_eq(ps.ps_oc_ref_ns, 10 * MS, "the held mode's mean");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "direct, timed");
+	cr_expect(gc_policy_bypass(&ps, &pc, t), "a waiting leader closes");
+	cr_expect(decide(&ps, &pc, 2, t, t, true).d_close != GC_CLOSE_NONE);
+	from = t;
+	cr_expect(oc_run(&ps, &pc, &t, 4 * MS), "direct answered sooner: chosen");
+	cr_expect_lt(t - from, 2 * OC_STRETCH + 2 * MS, "a probe lasts two stretches");
+	cr_expect_geq(t - from, 2 * OC_STRETCH);
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "direct holds");
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
+	/* the direct hold ends in a grouped stretch, which answers slower */
+	cr_expect(oc_run(&ps, &pc, &t, 4 * MS));
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "a grouped probe");
+	cr_expect(oc_run(&ps, &pc, &t, 9 * MS), "grouped lost: direct again");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+	cr_expect_eq(ps.ps_oc_hold, 2 * HOLD_MIN, "the same verdict holds longer");
+	/* the work changes: grouped now answers sooner */
+	cr_expect(oc_run(&ps, &pc, &t, 4 * MS));
+	cr_expect(oc_run(&ps, &pc, &t, 3 * MS), "grouped won: chosen");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
+}
+
+/* A probe that answers slower hands back to the held mode, whose next
+ * hold is twice as long: probing costs less and less while it loses. */
+Test(outcome, a_losing_probe_returns_and_the_hold_doubles)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, from, len;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	for (int i = 0; i < 4; i++) {
+		cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "probe %d", i);
+		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+		cr_expect(oc_run(&ps, &pc, &t, 7 * MS), "back %d", i);
+		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+	}
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MAX);
+	/* the probe's share of the time: one stretch in HOLD_MAX + 1 */
+	from = t;
+	cr_expect(oc_run(&ps, &pc, &t, 5 * MS));
+	len = t - from;
+	from = t;
+	cr_expect(oc_run(&ps, &pc, &t, 7 * MS));
+	cr_expect_leq((t - from) * 32, len, "probe %llu ns of a hold of %llu ns: over 1/32",
+		      (unsigned long long)(t - from), (unsigned long long)len);
+}
+
+/* The domain's first commits are its start-up's (threads arriving one by
+ * one): before 4 stretches' worth were timed, a hold ends in one more
+ * grouped stretch, not a probe. */
+Test(outcome, no_probe_on_the_evidence_of_the_start)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0, from;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 4 * GC_OC_COMMITS - 2);
+	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t));
+	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "too few commits to probe");
+	from = t;
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "still too few");
+	cr_expect_lt(t - from, OC_STRETCH + 2 * MS, "one stretch more");
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "enough: a probe");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+}
+
+/* Only the last stretch of a hold or a probe is measured: a request begun
+ * before it is not counted; nor is one with no measure at all (an idle
+ * stretch). */
+Test(outcome, only_requests_of_the_last_stretch_count)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, s;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	s = ps.ps_oc_from;
+	cr_expect_eq(s, ps.ps_oc_start + ps.ps_oc_len - OC_STRETCH, "the first hold's second stretch");
+	gc_policy_latency(&ps, ps.ps_oc_start + MS, ps.ps_oc_start + 2 * MS);
+	cr_expect_eq(ps.ps_oc_lat_n, 0, "its first stretch");
+	gc_policy_latency(&ps, s - 1, s + 5 * MS);
+	cr_expect_eq(ps.ps_oc_lat_n, 0);
+	gc_policy_latency(&ps, s + MS, s);
+	cr_expect_eq(ps.ps_oc_lat_n, 0, "an end before the start");
+	gc_policy_latency(&ps, s + MS, s + 3 * MS);
+	cr_expect_eq(ps.ps_oc_lat_n, 1);
+	cr_expect_eq(ps.ps_oc_lat_ns, 2 * MS);
+	/* an idle hold (nothing measured) is held again, never probed */
+	ps.ps_oc_lat_n = 0;
+	while (!gc_policy_epoch_due(&ps, &pc, t))
+		t += MS;
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	cr_expect_not(gc_policy_epoch_end(&ps, &pc, t));
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+}
+
+/* A change of the device's verdict starts the check afresh, grouped; a
+ * fast device never runs it; scribbled fields are rejected. */
+Test(outcome, the_device_changing_starts_afresh)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	cr_assert(oc_run(&ps, &pc, &t, 10 * MS));
+	cr_assert_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+	cr_expect(gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t), "now fast");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_DIRECT, "untimed");
+	cr_expect_not(gc_policy_epoch_due(&ps, &pc, t + SEC / 2));
+	cr_expect(gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t + MS), "slow again");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t + MS).v_kind, GC_V_GROUP);
+	cr_expect_eq(ps.ps_oc_start, 0, "a check afresh");
+
+	gc_policy_init(&ps);
+	ps.ps_oc_mode = 2;
+	cr_expect_not(gc_policy_check(&ps), "mode out of range");
+	gc_policy_init(&ps);
+	ps.ps_oc_hold = HOLD_MAX + 1;
+	cr_expect_not(gc_policy_check(&ps), "hold above the cap");
+	gc_policy_init(&ps);
+	ps.ps_oc_probe = 7;
+	cr_expect_not(gc_policy_check(&ps), "probe flag");
 }
