@@ -6,10 +6,14 @@
  * way: written to spool/tmp/, made durable, renamed into spool/new/, and the
  * directory fsynced before the acknowledgement. With -x (processes, a file
  * each, appended) each record is written by a process of its own, started
- * with exec, which syncs once and exits: a delivery agent run per message. */
+ * with exec, which syncs once and exits: a delivery agent run per message.
+ * With -T each writer pauses between records (exponential, of the mean
+ * given in microseconds): work with think time, where the adaptive policy
+ * moves between grouping and direct calls by what they cost. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -40,6 +44,7 @@ static struct {
 	bool overwrite;		/* -w overwrite: each record over an older one */
 	enum sync_mode sync;
 	uint64_t count;		/* records per writer, 0 = until stopped */
+	unsigned think_us;	/* -T: mean pause between records */
 	uint32_t max_len;
 	int ack_fd;
 	int shared_fd;		/* threads writing one shared file share this fd */
@@ -66,8 +71,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: crashload -d DIR (-t N | -p N) [-f shared|each|spool]\n"
 		"                 [-s fsync|fdatasync|odsync] [-w append|pwrite|overwrite]\n"
-		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD] [-x]\n"
-		"  -x  (with -p, -f each, -w append) a process per record, by exec\n");
+		"                 [-n RECORDS] [-l MAXLEN] [-a ACKFD] [-x] [-T THINK_US]\n"
+		"  -x  (with -p, -f each, -w append) a process per record, by exec\n"
+		"  -T  an exponential pause of this mean between a writer's records\n");
 	exit(2);
 }
 
@@ -252,10 +258,27 @@ static int one_record(const char *ws)
 	return record(fd, -1, w, seq, &off) ? 0 : 1;
 }
 
+/* -T: a pause drawn from an exponential of mean opt.think_us (xorshift,
+ * seeded by the writer). */
+static void think(uint64_t *rng)
+{
+	struct timespec ts;
+	double u, us;
+
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	u = (double)((*rng >> 11) + 1) / 9007199254740993.0; /* (0, 1] */
+	us = -log(u) * opt.think_us;
+	ts.tv_sec = (time_t)(us / 1e6);
+	ts.tv_nsec = (long)((us - (double)ts.tv_sec * 1e6) * 1e3);
+	nanosleep(&ts, NULL);
+}
+
 static void *writer(void *arg)
 {
 	unsigned w = (unsigned)(uintptr_t)arg;
-	uint64_t own_off = 0, seq;
+	uint64_t own_off = 0, seq, rng = 0x9e3779b97f4a7c15ULL * (w + 1);
 	int fd = opt.shared_fd;
 
 	int new_fd = -1;
@@ -271,9 +294,12 @@ static void *writer(void *arg)
 	} else if (fd < 0 && (fd = open_file(w)) < 0) {
 		return fail(w, 0, "open", errno);
 	}
-	for (seq = 0; !opt.count || seq < opt.count; seq++)
+	for (seq = 0; !opt.count || seq < opt.count; seq++) {
 		if (!record(fd, new_fd, w, seq, &own_off))
 			break;
+		if (opt.think_us)
+			think(&rng);
+	}
 	return NULL;
 }
 
@@ -413,13 +439,16 @@ int main(int argc, char **argv)
 	int c;
 
 	opt.self = argv[0];
-	while ((c = getopt(argc, argv, "d:t:p:f:s:w:n:l:a:xX:")) != -1) {
+	while ((c = getopt(argc, argv, "d:t:p:f:s:w:n:l:a:xX:T:")) != -1) {
 		switch (c) {
 		case 'x':
 			opt.exec_each = true;
 			break;
 		case 'X':
 			one = optarg;
+			break;
+		case 'T':
+			opt.think_us = (unsigned)atoi(optarg);
 			break;
 		case 'd':
 			opt.dir = optarg;
@@ -474,7 +503,8 @@ int main(int argc, char **argv)
 		rec_crc_init();
 		return one_record(one);
 	}
-	if (opt.exec_each && (!opt.procs || opt.shared || opt.spool || opt.use_pwrite))
+	if (opt.exec_each && (!opt.procs || opt.shared || opt.spool || opt.use_pwrite ||
+			      opt.think_us))
 		usage();
 	if (!opt.dir || opt.writers < 1 || opt.writers > MAX_WRITERS ||
 	    opt.max_len < REC_MIN || opt.max_len > REC_MAX || optind != argc)

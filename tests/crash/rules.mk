@@ -6,17 +6,19 @@ CRASH_BINS := $(B)/tests/crash/crashload $(B)/tests/crash/crashcheck
 $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread -lm
 
 ALL_BINS    += $(CRASH_BINS)
-TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/once.sh tests/crash/intent.sh \
+TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/once.sh tests/crash/think.sh \
+	       tests/crash/intent.sh \
 	       tests/crash/intent_cases.sh tests/crash/intent_eio.sh
 
 TRIALS ?= 10
 # Every filesystem the slow disk makes (CRASH_FS="xfs" for one).
 CRASH_FS ?= ext4 ext4-fc xfs btrfs
 # The loads on each filesystem: records appended to files, messages
-# delivered to a spool, records written by a process each. Every series
+# delivered to a spool, records written by a process each, records by
+# writers that pause between them (think). Every series
 # runs; the target fails if one did.
 # INTENT=1: libgc with its intent log, recovered before each check.
 # ext4 with fast commits loses fsynced data at a power cut bare on this disk
@@ -31,6 +33,7 @@ crashtest: deps $(CRASH_BINS) $(LIB) $(B)/gcrun $(B)/tests/slowdisk/slowdiskd
 		$(call crash_one,); \
 		$(call crash_one,--load spool); \
 		$(call crash_one,--load once); \
+		$(call crash_one,--load think); \
 	done; exit $$rc
 
 crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
@@ -44,7 +47,7 @@ crashtest-spool: deps $(CRASH_BINS) $(LIB) $(B)/tests/slowdisk/slowdiskd
 $(B)/tests/crash/eioload: tests/crash/eioload.c tests/e2e/spy.h
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(DEPFLAGS) -o $@ $< -lpthread -lm
 
 ALL_BINS    += $(B)/tests/crash/eioload
 TEST_SUITES += tests/crash/eio.sh
