@@ -174,7 +174,20 @@ bool gc_policy_device_claim(struct gc_policy_state *ps, uint64_t now)
 {
 	uint64_t at = __atomic_load_n(&ps->ps_device_at_ns, __ATOMIC_RELAXED);
 
-	if (at && at <= now && now - at < GC_DEVICE_REFRESH_NS)
+	if (!at) {
+		/* a new domain asks once GC_DEVICE_FIRST_NS old: a process
+		 * that syncs once, alone, pays for no walk of /sys and
+		 * /proc/diskstats (its one request is its own real call
+		 * either way) */
+		uint64_t first = now > GC_DEVICE_REFRESH_NS
+					 ? now - GC_DEVICE_REFRESH_NS + GC_DEVICE_FIRST_NS
+					 : 1;
+
+		__atomic_compare_exchange_n(&ps->ps_device_at_ns, &at, first, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return false;
+	}
+	if (at <= now && now - at < GC_DEVICE_REFRESH_NS)
 		return false;
 	/* claimed by moving the stamp: the flush value stays until the
 	 * claimer stores the new one */

@@ -154,14 +154,16 @@ enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SRCS
 #define GC_DEVICE_GROUP_NS (1000ULL * 1000ULL)	/* 1 ms */
 #define GC_DEVICE_FRESH_NS (1000ULL * 1000ULL * 1000ULL)
 #define GC_DEVICE_REFRESH_NS (100ULL * 1000ULL * 1000ULL)
+#define GC_DEVICE_FIRST_NS (1000ULL * 1000ULL)
 const char *gc_device_src_name(uint32_t src);
 /* Records a refresh at @now: @flush_ns from @src (0 / GC_DEV_NONE when no
  * source knows the device). Lock-free. Returns true when the device's
  * verdict (direct, grouped, or none) changed. */
 bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t src,
 		      uint64_t now);
-/* A refresh is due (at most every GC_DEVICE_REFRESH_NS): true for the one
- * caller that claimed it, who then calls gc_policy_device. Lock-free. */
+/* A refresh is due (at most every GC_DEVICE_REFRESH_NS, the first once
+ * the domain is GC_DEVICE_FIRST_NS old): true for the one caller that
+ * claimed it, who then calls gc_policy_device. Lock-free. */
 bool gc_policy_device_claim(struct gc_policy_state *ps, uint64_t now);
 /* The device's flush latency when fresh at @now, else 0. */
 uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now);

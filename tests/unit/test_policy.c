@@ -956,13 +956,30 @@ Test(device, stale_or_unknown_falls_back_to_the_controller)
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
 }
 
+/* A new domain asks the device only once GC_DEVICE_FIRST_NS old: a
+ * process that syncs once, alone, walks neither /sys nor /proc/diskstats.
+ * Until then the verdict holds no longer than that. */
+Test(device, a_new_domain_asks_once_it_is_a_millisecond_old)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+
+	gc_policy_init(&ps);
+	cr_expect_not(gc_policy_device_claim(&ps, t), "asked at the first request");
+	cr_expect_not(gc_policy_device_claim(&ps, t + GC_DEVICE_FIRST_NS - 1), "asked too soon");
+	cr_expect_leq(gc_policy_verdict(&ps, &pc, t).v_until_ns, t + GC_DEVICE_FIRST_NS);
+	cr_expect(gc_policy_device_claim(&ps, t + GC_DEVICE_FIRST_NS));
+	cr_expect_not(gc_policy_device_claim(&ps, t + GC_DEVICE_FIRST_NS), "claimed already");
+}
+
 Test(device, refresh_is_claimed_once_per_interval)
 {
 	struct gc_policy_state ps;
 	uint64_t t = T0;
 
 	gc_policy_init(&ps);
-	cr_expect(gc_policy_device_claim(&ps, t));
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
 	cr_expect_not(gc_policy_device_claim(&ps, t), "claimed already");
 	cr_expect_not(gc_policy_device_claim(&ps, t + GC_DEVICE_REFRESH_NS - 1));
 	cr_expect(gc_policy_device_claim(&ps, t + GC_DEVICE_REFRESH_NS));
