@@ -182,12 +182,12 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 			gc_domain_wake(d, &d->j_wq_lead);
 		if (gc_policy_device_flush(ps, now) && ps->ps_oc_probe)
 			gc_log(GC_LOG_DEBUG,
-			       "device %llx: %s calls now, a probe (t=%llu ms; from the outcome: held %llu us a request, %u%% of recent transactions closed by timeout, commits of %llu us)",
+			       "device %llx: %s calls now, a probe (t=%llu ms; from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us)",
 			       (unsigned long long)d->j_dev,
 			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
 			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
 			       (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
-			       ps->ps_timeouts_x256 * 100 / 256,
+			       ps->ps_waited_x256 * 100 / 256,
 			       (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
 		else if (gc_policy_device_flush(ps, now))
 			gc_log(GC_LOG_DEBUG,

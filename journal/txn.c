@@ -137,7 +137,8 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	struct gc_commit_sample cs = {
 		.cs_handles = t->t_joined, .cs_inodes = t->t_inodes,
 		.cs_close = (enum gc_close_reason)t->t_close,
-		.cs_start_ns = t->t_start_ns, .cs_close_ns = t->t_close_ns,
+		.cs_start_ns = t->t_start_ns, .cs_lead_ns = t->t_lead_ns,
+		.cs_close_ns = t->t_close_ns,
 		.cs_end_ns = now, .cs_dirs_only = t->t_dirs_only,
 	};
 

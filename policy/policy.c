@@ -437,13 +437,14 @@ static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, 
 }
 
 /* Does grouping evidently pay, so that direct calls need no probe? Not
- * where one transaction in 8 or more (an EWMA of 1/8) closed by its
- * timeout: it waited for threads that did not come (threads that pause
- * between syncs), while the disk idled where, bare, their calls would
- * have reached it at once. A storm closes by count. */
+ * where one transaction in 8 or more (an EWMA of 1/8) waited for peers:
+ * closed by its timeout, or by count but past a flush after it could
+ * have closed (threads in step that wait for the one that pauses
+ * longest). Its first request's own real call would have been answered
+ * by then, and the disk idled meanwhile. A storm's peers come at once. */
 static bool oc_grouping_pays(const struct gc_policy_state *ps)
 {
-	return ps->ps_timeouts_x256 < 256 / 8;
+	return ps->ps_waited_x256 < 256 / 8;
 }
 
 static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
@@ -741,13 +742,19 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 			   const struct gc_policy_cfg *pc,
 			   const struct gc_commit_sample *cs)
 {
-	uint64_t commit = cs->cs_end_ns - cs->cs_close_ns;
-	bool first = ps->ps_commit_samples == 0;
+	uint64_t f, from, commit = cs->cs_end_ns - cs->cs_close_ns;
+	bool waited, first = ps->ps_commit_samples == 0;
 	uint32_t i, j;
 
 	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
-	ps->ps_timeouts_x256 = (uint32_t)(((cs->cs_close == GC_CLOSE_TIMEOUT ? 256ULL : 0) +
-					   7ULL * ps->ps_timeouts_x256) / 8);
+	f = gc_policy_device_flush(ps, cs->cs_end_ns);
+	/* it waited for peers, not for the commit before it, longer than
+	 * its first request's own real call would have taken: past a flush */
+	from = cs->cs_lead_ns > cs->cs_start_ns ? cs->cs_lead_ns : cs->cs_start_ns;
+	waited = cs->cs_close == GC_CLOSE_TIMEOUT ||
+		 (f && cs->cs_close_ns > from && cs->cs_close_ns - from >= f);
+	ps->ps_waited_x256 = (uint32_t)(((waited ? 256ULL : 0) +
+					   7ULL * ps->ps_waited_x256) / 8);
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
 	if (cs->cs_dirs_only) {

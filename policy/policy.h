@@ -97,7 +97,7 @@ struct gc_policy_state {
 	uint64_t ps_oc_last_ns;		/* mean latency of the stretch that ended last */
 	uint64_t ps_oc_lat_ns;		/* requests of this stretch: latency summed (atomic) */
 	uint64_t ps_oc_lat_n;		/* and counted (atomic) */
-	uint32_t ps_timeouts_x256;	/* EWMA (1/8) of transactions closed by timeout, x256 */
+	uint32_t ps_waited_x256;	/* EWMA (1/8) of transactions that waited for peers (oc_grouping_pays), x256 */
 	uint32_t ps_oc_pad2;
 	/* Threads seen making direct calls, sampled without a lock (hashed by
 	 * tid, a collision overwrites): when grouping resumes they are the
@@ -264,6 +264,7 @@ struct gc_commit_sample {
 	uint32_t cs_inodes;		/* distinct inodes */
 	enum gc_close_reason cs_close;
 	uint64_t cs_start_ns;		/* first handle joined */
+	uint64_t cs_lead_ns;		/* the commit before it ended (0: none) */
 	uint64_t cs_close_ns;		/* transaction closed */
 	uint64_t cs_end_ns;		/* last real call finished */
 	bool cs_dirs_only;		/* every inode it synced was a directory */

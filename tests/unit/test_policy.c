@@ -1588,11 +1588,11 @@ static struct gc_policy_state oc_open(const struct gc_policy_cfg *pc, uint64_t t
 	return ps;
 }
 
-/* Where fewer than one transaction in 8 closes by its timeout (a storm
+/* Where fewer than one transaction in 8 waits for peers (a storm
  * closes by count), direct calls are never tried, and each hold is twice
  * the last, up to the cap. At the edge: one timeout, then one close by
  * count (7/8 of 1/8). */
-Test(outcome, grouping_closed_by_count_is_never_probed)
+Test(outcome, grouping_whose_peers_come_at_once_is_never_probed)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	uint64_t t = T0;
@@ -1615,7 +1615,49 @@ Test(outcome, grouping_closed_by_count_is_never_probed)
 	}
 }
 
-/* Where one transaction in 8 or more closes by its timeout (threads that
+/* Closed by count, a transaction still waited for its peers past a flush
+ * (threads in step that wait for the one that pauses longest): its first
+ * request could have had its own real call answered by then. That counts
+ * as a timeout does, and the hold ends in a probe of direct calls. Time
+ * behind the commit in flight (before the lead) is not waiting for peers. */
+static void commit_led(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
+		       uint64_t start, uint64_t lead, uint64_t close, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct gc_commit_sample cs = {
+			.cs_handles = 8, .cs_inodes = 8, .cs_close = GC_CLOSE_COUNT,
+			.cs_start_ns = start, .cs_lead_ns = lead, .cs_close_ns = close,
+			.cs_end_ns = close + OC_COMMIT,
+		};
+
+		gc_policy_commit_done(ps, pc, &cs);
+	}
+}
+
+Test(outcome, waiting_for_peers_past_a_flush_is_probed)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_COUNT);
+
+	commit_led(&ps, &pc, t, t + MS, t + MS + OC_COMMIT, 8);
+	cr_expect(oc_run(&ps, &pc, &t, 20 * MS), "a probe at the hold's end");
+	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
+}
+
+Test(outcome, waiting_behind_the_commit_in_flight_is_not_probed)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_COUNT);
+
+	/* open 5 ms, all but half a millisecond of it behind the commit */
+	commit_led(&ps, &pc, t, t + 4 * MS + MS / 2, t + 5 * MS, 8);
+	cr_expect_not(oc_run(&ps, &pc, &t, 20 * MS), "no probe");
+	cr_expect_not(gc_policy_bypass(&ps, &pc, t));
+}
+
+/* Where one transaction in 8 or more waits for peers (threads that
  * pause: here all of them), two stretches of timed direct calls follow the
  * hold; the mode that answered sooner holds next, and a probe of grouping
  * ends each direct hold the same way. */
