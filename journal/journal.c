@@ -167,6 +167,37 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 						   : "grouped from the first commit, no probes");
 }
 
+/* The debug line of a change of mode, with the evidence that decided it:
+ * the outcome check's (the device says group), or the controller's. */
+static void mode_log(const struct gc_domain *d, uint64_t now)
+{
+	const struct gc_policy_state *ps = &d->j_policy;
+	char why[200];
+
+	if (gc_cfg.c_log < GC_LOG_DEBUG)
+		return;
+	if (!gc_policy_device_flush(ps, now))
+		snprintf(why, sizeof(why),
+			 "from own timing: shortest direct call %llu us, next epoch %llu ms",
+			 (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
+			 (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
+	else if (ps->ps_oc_probe)
+		snprintf(why, sizeof(why),
+			 "a probe, from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us",
+			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
+			 ps->ps_waited_x256 * 100 / 256,
+			 (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
+	else
+		snprintf(why, sizeof(why),
+			 "chosen, from the outcome: probed %llu us a request, held %llu us",
+			 (unsigned long long)(ps->ps_oc_last_ns / GC_NSEC_PER_USEC),
+			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
+	gc_log(GC_LOG_DEBUG, "device %llx: %s calls now (t=%llu ms; %s)",
+	       (unsigned long long)d->j_dev,
+	       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
+	       (unsigned long long)(now / GC_NSEC_PER_MSEC), why);
+}
+
 /* Ends the controller's epoch when due (with the lock: it may wake the
  * leader). */
 static void epoch_end(struct gc_domain *d, uint64_t now)
@@ -180,31 +211,7 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 		 * decides again, and closes at once */
 		if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
 			gc_domain_wake(d, &d->j_wq_lead);
-		if (gc_policy_device_flush(ps, now) && ps->ps_oc_probe)
-			gc_log(GC_LOG_DEBUG,
-			       "device %llx: %s calls now, a probe (t=%llu ms; from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us)",
-			       (unsigned long long)d->j_dev,
-			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
-			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
-			       (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
-			       ps->ps_waited_x256 * 100 / 256,
-			       (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
-		else if (gc_policy_device_flush(ps, now))
-			gc_log(GC_LOG_DEBUG,
-			       "device %llx: %s calls now, chosen (t=%llu ms; from the outcome: probed %llu us a request, held %llu us)",
-			       (unsigned long long)d->j_dev,
-			       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
-			       (unsigned long long)(now / GC_NSEC_PER_MSEC),
-			       (unsigned long long)(ps->ps_oc_last_ns / GC_NSEC_PER_USEC),
-			       (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
-		else
-		gc_log(GC_LOG_DEBUG,
-		       "device %llx: %s calls now (t=%llu ms; from own timing: shortest direct call %llu us, next epoch %llu ms)",
-		       (unsigned long long)d->j_dev,
-		       gc_policy_bypass(ps, &gc_cfg.c_policy, now) ? "direct" : "grouped",
-		       (unsigned long long)(now / GC_NSEC_PER_MSEC),
-		       (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
-		       (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
+		mode_log(d, now);
 	}
 	gc_domain_unlock(d);
 }

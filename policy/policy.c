@@ -227,6 +227,18 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	return true;
 }
 
+/* The verdict of @mode (GC_FB_*), held from @start (0: not yet) for
+ * @len, at most until @until; past its end, due at once. */
+static struct gc_verdict mode_verdict(uint32_t mode, uint64_t start, uint64_t len, uint64_t now,
+				      uint64_t until)
+{
+	if (start && start <= now && now - start < len && start + len < until)
+		until = start + len;
+	else if (!start || start > now || now - start >= len)
+		until = now;
+	return (struct gc_verdict){ mode == GC_FB_DIRECT ? GC_V_TIMED : GC_V_GROUP, until };
+}
+
 /* A verdict holds at most this long, whatever it rests on: a scribbled or
  * stale one cannot last. */
 #define GC_VERDICT_MAX_NS (1000ULL * 1000ULL * 1000ULL)
@@ -234,7 +246,7 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 				    const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t at, f, start, len, until = now + GC_VERDICT_MAX_NS;
+	uint64_t at, f, until = now + GC_VERDICT_MAX_NS;
 	struct gc_verdict v = { GC_V_GROUP, until };
 
 	if (pc->pc_kind == GC_POL_NONE) {
@@ -257,31 +269,15 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 		v.v_until_ns = until;
 		return v;
 	}
-	if (f) {
-		/* grouped or timed direct calls until the stretch ends */
-		start = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED);
-		len = __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
-		if (start && start <= now && now - start < len && start + len < until)
-			until = start + len;
-		else if (!start || start > now || now - start >= len)
-			until = now;
-		v.v_kind = __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT
-				   ? GC_V_TIMED
-				   : GC_V_GROUP;
-		v.v_until_ns = until;
-		return v;
-	}
-	/* the controller decides until its epoch ends */
-	start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
-	len = __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
-	if (start && start <= now && now - start < len && start + len < until)
-		until = start + len;
-	else if (!start || start > now || now - start >= len)
-		until = now;
-	v.v_kind = __atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT ? GC_V_TIMED
-										      : GC_V_GROUP;
-	v.v_until_ns = until;
-	return v;
+	/* grouped or timed direct calls until the outcome check's stretch
+	 * ends; the device unknown, until the controller's epoch ends */
+	if (f)
+		return mode_verdict(__atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED),
+				    __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
+				    __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now, until);
+	return mode_verdict(__atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED),
+			    __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
+			    __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now, until);
 }
 
 void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now)
