@@ -363,6 +363,27 @@ static uint64_t fb_epoch_len(const struct gc_policy_state *ps)
 	return by_calls > GC_FB_EPOCH_NS ? by_calls : GC_FB_EPOCH_NS;
 }
 
+/* A span of a mode (the outcome check's stretch, the controller's epoch)
+ * that began at @start (0: none yet) and lasts @len is over at @now. By
+ * time alone: a span, a probe of direct calls too, never outlasts its
+ * length, whatever it measured. A thread that read the clock before
+ * another started the span is not past it; a stamp further ahead than a
+ * span is scribbles, and the next span starts from now. */
+static bool span_due(uint64_t start, uint64_t len, uint64_t now)
+{
+	if (!start)
+		return true;
+	if (start > now)
+		return start - now > len;
+	return now - start >= len;
+}
+
+/* The hold after the same verdict again: twice the last, up to the cap. */
+static uint32_t hold_doubled(uint32_t hold)
+{
+	return hold < GC_FB_HOLD_MAX / 2 ? 2 * hold : GC_FB_HOLD_MAX;
+}
+
 /*
  * The outcome check, while the device says grouping (rule 0). Grouping
  * holds; where it does not evidently pay (oc_grouping_pays), two
@@ -394,18 +415,6 @@ void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
 	__atomic_fetch_add(&ps->ps_oc_lat_n, 1, __ATOMIC_RELAXED);
 }
 
-static bool oc_due(const struct gc_policy_state *ps, uint64_t now)
-{
-	uint64_t start = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED);
-	uint64_t len = __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
-
-	if (!start)
-		return true;
-	if (start > now)
-		return start - now > len; /* scribbles */
-	return now - start >= len;
-}
-
 static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint64_t len,
 		     uint64_t now)
 {
@@ -422,11 +431,7 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
 		    bool again, uint64_t now)
 {
-	if (!again)
-		ps->ps_oc_hold = GC_FB_HOLD_MIN;
-	else if (ps->ps_oc_hold < GC_FB_HOLD_MAX)
-		ps->ps_oc_hold = ps->ps_oc_hold < GC_FB_HOLD_MAX / 2 ? 2 * ps->ps_oc_hold
-								     : GC_FB_HOLD_MAX;
+	ps->ps_oc_hold = again ? hold_doubled(ps->ps_oc_hold) : GC_FB_HOLD_MIN;
 	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
 		seen_fold(ps, pc, now);
 	oc_start(ps, mode, false, sat_mul(oc_len(ps), ps->ps_oc_hold), now);
@@ -488,23 +493,17 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t f, start = __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
+	uint64_t f;
 
 	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
 	f = gc_policy_device_flush(ps, now);
 	if (f)
-		return f >= GC_DEVICE_GROUP_NS && oc_due(ps, now);
-	if (!start)
-		return true;
-	/* A thread that read the clock before another started this epoch
-	 * is not past it. A stamp further ahead than an epoch is scribbles:
-	 * the next epoch starts from now. */
-	if (start > now)
-		return start - now > __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
-	/* by time alone: an epoch, the probe of direct calls too, never
-	 * outlasts its length, whatever it measured */
-	return now - start >= __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED);
+		return f >= GC_DEVICE_GROUP_NS &&
+		       span_due(__atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
+				__atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now);
+	return span_due(__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
+			__atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now);
 }
 
 static void fb_start(struct gc_policy_state *ps, uint32_t mode, uint64_t len, uint64_t now)
@@ -557,8 +556,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	fb_start(ps, GC_FB_GROUP, sat_mul(len, ps->ps_fb_hold), now);
 	seen_fold(ps, pc, now);
 	/* the same verdict again next time is re-probed less often */
-	ps->ps_fb_hold = ps->ps_fb_hold < GC_FB_HOLD_MAX / 2 ? 2 * ps->ps_fb_hold
-							     : GC_FB_HOLD_MAX;
+	ps->ps_fb_hold = hold_doubled(ps->ps_fb_hold);
 	return true;
 }
 
