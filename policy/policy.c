@@ -614,8 +614,13 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	 * recent transactions carried about one handle each, so waiting for
 	 * the others only times out. Commit at once; whoever arrives during
 	 * the commit joins the next transaction, whose batch then brings the
-	 * wait back. */
-	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16)
+	 * wait back. Not a transaction that waited behind a commit: its
+	 * writer synced while another's sync was in flight, so the writers
+	 * do not take turns; they alternate (two threads, each the other's
+	 * only peer), and the one whose commit just ended comes back within
+	 * the wait. */
+	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 &&
+	    tv->tv_free_ns <= tv->tv_start_ns)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Before the first commit is timed, the device's flush latency is
 	 * the commit's best estimate (Bacik: wait about one commit). */

@@ -1031,6 +1031,38 @@ Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 			4 * MS, 8);
 }
 
+/* Two threads, each the other's only peer, that alternate: one's request
+ * waits behind the other's commit, so each transaction carries one handle,
+ * which looks like writers taking turns under a lock. But a transaction that
+ * waited behind a commit was opened while another sync was in flight: it
+ * waits, from when the domain is free, for the thread whose commit just
+ * ended. One opened on a free domain still commits at once. */
+Test(device, alternating_writers_queued_behind_a_commit_wait_for_each_other)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct gc_txn_view tv = { .tv_handles = 1, .tv_leader_new_writer = true };
+	uint64_t t = T0;
+	int k;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
+	for (k = 0; k < 6; k++) {
+		gc_policy_arrive(&ps, &pc, 1 + k % 2, t);
+		commit(&ps, &pc, t, t, 4 * MS, 1, GC_CLOSE_NOWAIT);
+		t += 4 * MS;
+	}
+	gc_policy_arrive(&ps, &pc, 1, t);
+	gc_policy_arrive(&ps, &pc, 2, t);
+	expect_decision("opened on a free domain", decide(&ps, &pc, 1, t, t, true),
+			GC_CLOSE_NOWAIT, t, 0, 0);
+	/* opened 3 ms ago, behind the commit that ended now */
+	tv.tv_start_ns = t - 3 * MS;
+	tv.tv_free_ns = t;
+	expect_decision("queued behind a commit", gc_policy_decide(&ps, &pc, &tv, t),
+			GC_CLOSE_NONE, t, 4 * MS, 2);
+}
+
 static bool odd_gone(int32_t tid)
 {
 	return tid % 2;
