@@ -599,6 +599,9 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 {
 	uint32_t active = gc_policy_active(ps, now);
 	uint64_t wait, commit = ps->ps_commit_ns, dev = gc_policy_device_flush(ps, now);
+	/* Opened while another commit was in flight: it could first commit
+	 * when that one ended. */
+	bool queued = tv->tv_free_ns > tv->tv_start_ns;
 
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
@@ -619,8 +622,7 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	 * do not take turns; they alternate (two threads, each the other's
 	 * only peer), and the one whose commit just ended comes back within
 	 * the wait. */
-	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 &&
-	    tv->tv_free_ns <= tv->tv_start_ns)
+	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 && !queued)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Before the first commit is timed, the device's flush latency is
 	 * the commit's best estimate (Bacik: wait about one commit). */
@@ -637,8 +639,7 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	 * counting it lets a commit longer than the wait split the writers in
 	 * two halves that miss each other's transactions for good. */
 	wait = commit * pc->pc_wait_pct / 100;
-	return wait_for_from(pc, tv, now,
-			     tv->tv_free_ns > tv->tv_start_ns ? tv->tv_free_ns : tv->tv_start_ns,
+	return wait_for_from(pc, tv, now, queued ? tv->tv_free_ns : tv->tv_start_ns,
 			     wait, active);
 }
 
