@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -60,17 +61,32 @@ static const struct gc_fs gc_fs_ext4_fc = {
 	0xEF53, "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_INTENT
 };
 
-/* Is the ext4 filesystem on @dev using fast commits? ext4 lists the
- * feature among its options in /proc/fs/ext4/NAME/options (as
+/* Is the ext4 filesystem of @fd (on @dev) using fast commits? Linux 6.18
+ * answers EXT4_IOC_GET_TUNE_SB_PARAM (no privilege needed) with the
+ * superblock's feature words; its struct was 228 bytes in 6.18.0 and 232
+ * since, and the size is part of the request's number. Older kernels list
+ * the feature among the options in /proc/fs/ext4/NAME/options (as
  * fc_debug_force, the option that also turns it on), NAME being the block
- * device's name. Raw system calls: open and read are the shim's names. */
-static bool ext4_fast_commit(dev_t dev)
+ * device's name; 6.18 lists it only in kernels built with CONFIG_EXT4_DEBUG.
+ * Raw system calls: open, read and ioctl are not called through the shim. */
+#define EXT4_TUNE_SB_GET(size) _IOC(_IOC_READ, 'f', 45, size)
+#define EXT4_TUNE_SB_COMPAT 64	/* offset of feature_compat */
+#define EXT4_COMPAT_FAST_COMMIT 0x400
+static bool ext4_fast_commit(int fd, dev_t dev)
 {
 	char link[256], path[320], buf[2048];
 	const char *name;
 	ssize_t n, got = 0;
-	int fd;
+	uint32_t compat;
+	size_t size;
 
+	for (size = 232; size >= 228; size -= 4) {
+		memset(buf, 0, 256);
+		if (syscall(SYS_ioctl, fd, EXT4_TUNE_SB_GET(size), buf) == 0) {
+			memcpy(&compat, buf + EXT4_TUNE_SB_COMPAT, sizeof(compat));
+			return compat & EXT4_COMPAT_FAST_COMMIT;
+		}
+	}
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
 	n = syscall(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link) - 1);
 	if (n <= 0)
@@ -107,7 +123,7 @@ const struct gc_fs *gc_fs_of(int fd)
 
 		if (gc_fs_table[i].fs_type != (unsigned long)sf.f_type)
 			continue;
-		if (sf.f_type == 0xEF53 && fstat(fd, &st) == 0 && ext4_fast_commit(st.st_dev))
+		if (sf.f_type == 0xEF53 && fstat(fd, &st) == 0 && ext4_fast_commit(fd, st.st_dev))
 			return &gc_fs_ext4_fc;
 		return &gc_fs_table[i];
 	}
