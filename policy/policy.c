@@ -763,9 +763,17 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 								      : UINT32_MAX;
 	}
 
-	ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
-					   ps->ps_txns == 0);
-	ps->ps_txns++;
+	/* The serial rule's evidence: transactions the policy gathered for.
+	 * One closed because a thread syncs alone (a domain's first commits,
+	 * before its threads were seen) says nothing of writers taking turns;
+	 * counted, it sent the domain's early transactions off at once, and
+	 * threads that would have shared commits in step were split. */
+	if (cs->cs_close != GC_CLOSE_LONE) {
+		ps->ps_batch_x16 = (uint32_t)ewma4(ps->ps_batch_x16, 16ULL * cs->cs_handles,
+						   ps->ps_txns == 0);
+		ps->ps_txns++;
+	}
+
 
 	/* Dilger: a thread that dropped out costs one timeout; the next
 	 * transaction expects only those that joined since this one began. */

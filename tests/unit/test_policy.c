@@ -1031,6 +1031,33 @@ Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 			4 * MS, 8);
 }
 
+/* A domain's first transactions close alone, before its threads were seen:
+ * they are no evidence of writers taking turns under a lock. Counted, they
+ * made the serial rule send the next transactions off at once, and split
+ * two threads that share commits in step. */
+Test(device, lone_closes_are_no_evidence_of_writers_taking_turns)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0;
+	int k;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
+	for (k = 0; k < 4; k++) {
+		commit(&ps, &pc, t, t, 4 * MS, 1, GC_CLOSE_LONE);
+		t += 4 * MS;
+	}
+	for (k = 0; k < 2; k++) {
+		commit(&ps, &pc, t, t, 4 * MS, 2, GC_CLOSE_COUNT);
+		t += 4 * MS;
+	}
+	gc_policy_arrive(&ps, &pc, 1, t);
+	gc_policy_arrive(&ps, &pc, 2, t);
+	expect_decision("two threads, on a free domain", decide(&ps, &pc, 1, t, t, true),
+			GC_CLOSE_NONE, t, 4 * MS, 2);
+}
+
 /* Two threads, each the other's only peer, that alternate: one's request
  * waits behind the other's commit, so each transaction carries one handle,
  * which looks like writers taking turns under a lock. But a transaction that
