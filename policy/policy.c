@@ -687,8 +687,13 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
 /* Threads that sync a file and then its directory (SQLite's rollback
  * journal) share commits in step, and the directories' commit then costs
  * next to nothing. A thread a step off makes every commit carry a file, and
- * the count rule keeps it off. Handing the fewer kind back puts it in step
- * (on a tie either half may be the one ahead: each in turn). Only while
+ * the count rule keeps it off. Handing the fewer kind back puts it in step.
+ * On a tie, the directories: a thread syncs its directory right after the
+ * file it created, so the one at its directory is a step ahead of the one
+ * at a file, or, where it is not, another hand-back a few steps on finds
+ * them so; a tie handed back by turns undid half of those (2 threads,
+ * 0.5 ms pauses: 120 transactions a second against 145 bare, 190 now).
+ * Only while
  * directory-only commits were timed cheap (under a quarter of a commit): a
  * spool's, which commit its renames, are not, and in step costs it more
  * (5.2 ms a commit against 3.8 ms mixed). At most one transaction in
@@ -704,9 +709,7 @@ enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy
 	if (ps->ps_defer_seq && seq > ps->ps_defer_seq && seq - ps->ps_defer_seq < GC_DEFER_EVERY)
 		return GC_DEFER_NONE;
 	ps->ps_defer_seq = seq;
-	if (files != dirs)
-		return files < dirs ? GC_DEFER_FILES : GC_DEFER_DIRS;
-	return seq & 1 ? GC_DEFER_FILES : GC_DEFER_DIRS;
+	return files < dirs ? GC_DEFER_FILES : GC_DEFER_DIRS;
 }
 
 bool gc_policy_procs_once(const struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
