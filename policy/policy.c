@@ -427,14 +427,29 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 	__atomic_store_n(&ps->ps_oc_start, now, __ATOMIC_RELAXED);
 }
 
-/* The hold of @mode; a repeated verdict doubles it. */
+/* Holds @mode for @hold stretches. */
 static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
-		    bool again, uint64_t now)
+		    uint32_t hold, uint64_t now)
 {
-	ps->ps_oc_hold = again ? hold_doubled(ps->ps_oc_hold) : GC_FB_HOLD_MIN;
+	ps->ps_oc_hold = hold;
 	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
 		seen_fold(ps, pc, now);
-	oc_start(ps, mode, false, sat_mul(oc_len(ps), ps->ps_oc_hold), now);
+	oc_start(ps, mode, false, sat_mul(oc_len(ps), hold), now);
+}
+
+/* The hold for a mode that answered in @win against the other's @lose
+ * (0: not measured). The next probe runs the loser for two stretches, at
+ * (lose - win) / win more a request than the winner: the hold is long
+ * enough that probing costs at most 1/GC_OC_BUDGET of the time, and no
+ * longer (GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches). Modes that answer
+ * alike cost nothing to probe and are compared again soon; a loser by 75%
+ * (grouping that waits for threads pausing 5 ms, against direct calls) is
+ * tried again only after the cap. */
+static uint32_t hold_for(uint64_t win, uint64_t lose)
+{
+	uint64_t h = win && lose > win ? sat_mul(2 * GC_OC_BUDGET, lose - win) / win : 0;
+
+	return h < GC_FB_HOLD_MIN ? GC_FB_HOLD_MIN : h > GC_FB_HOLD_MAX ? GC_FB_HOLD_MAX : (uint32_t)h;
 }
 
 /* Does grouping evidently pay, so that direct calls need no probe? Not
@@ -466,7 +481,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		/* a hold ended: try the other mode for a stretch, unless
 		 * grouping waits too little to lose, or nothing was measured */
 		if (!n || (mode == GC_FB_GROUP && oc_grouping_pays(ps))) {
-			oc_hold(ps, pc, mode, true, now);
+			oc_hold(ps, pc, mode, hold_doubled(ps->ps_oc_hold), now);
 			return false;
 		}
 		/* the evidence of the domain's first commits is its start-up's
@@ -482,11 +497,10 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		return true;
 	}
 	/* a probe ended: its mode holds if it answered sooner */
-	if (n && mean < ps->ps_oc_ref_ns) {
-		oc_hold(ps, pc, mode, false, now);
-		return true;
-	}
-	oc_hold(ps, pc, !mode, true, now);
+	if (n && mean < ps->ps_oc_ref_ns)
+		oc_hold(ps, pc, mode, hold_for(mean, ps->ps_oc_ref_ns), now);
+	else
+		oc_hold(ps, pc, !mode, hold_for(ps->ps_oc_ref_ns, n ? mean : 0), now);
 	return true;
 }
 
@@ -776,7 +790,6 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 						   ps->ps_txns == 0);
 		ps->ps_txns++;
 	}
-
 
 	/* Dilger: a thread that dropped out costs one timeout; the next
 	 * transaction expects only those that joined since this one began. */

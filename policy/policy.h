@@ -82,7 +82,9 @@ struct gc_policy_state {
 	/* The outcome check (rule 0 grouped): what requests cost, grouped
 	 * and direct, in turns. A stretch lasts GC_OC_COMMITS commits (at
 	 * least GC_FB_EPOCH_NS); a hold of the chosen mode GC_FB_HOLD_MIN
-	 * stretches, doubling to GC_FB_HOLD_MAX while the same mode wins;
+	 * to GC_FB_HOLD_MAX stretches, as long as keeps probes within
+	 * 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
+	 * while grouping evidently pays and is not probed);
 	 * then two stretches probe the other mode, and the lower mean
 	 * request latency (the program's call to its answer) in the last
 	 * stretch of each is chosen. */
@@ -197,6 +199,7 @@ void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now);
  * measure, counted for the stretch it ran within. Lock-free. */
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end);
 #define GC_OC_COMMITS 8
+#define GC_OC_BUDGET 50
 
 /* Distinct sync threads seen within the activity window ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);

@@ -1734,43 +1734,64 @@ Test(outcome, the_mode_that_answers_sooner_holds)
 	cr_expect_lt(t - from, 2 * OC_STRETCH + 2 * MS, "a probe lasts two stretches");
 	cr_expect_geq(t - from, 2 * OC_STRETCH);
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "direct holds");
-	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MAX, "grouped lost by 150%%: the longest hold");
 	/* the direct hold ends in a grouped stretch, which answers slower */
 	cr_expect(oc_run(&ps, &pc, &t, 4 * MS));
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "a grouped probe");
 	cr_expect(oc_run(&ps, &pc, &t, 9 * MS), "grouped lost: direct again");
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
-	cr_expect_eq(ps.ps_oc_hold, 2 * HOLD_MIN, "the same verdict holds longer");
-	/* the work changes: grouped now answers sooner */
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MAX);
+	/* the work changes: grouped now answers sooner, by a third */
 	cr_expect(oc_run(&ps, &pc, &t, 4 * MS));
 	cr_expect(oc_run(&ps, &pc, &t, 3 * MS), "grouped won: chosen");
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
-	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
+	cr_expect_eq(ps.ps_oc_hold, 2 * GC_OC_BUDGET / 3, "a third: %u stretches", ps.ps_oc_hold);
 }
 
-/* A probe that answers slower hands back to the held mode, whose next
- * hold is twice as long: probing costs less and less while it loses. */
-Test(outcome, a_losing_probe_returns_and_the_hold_doubles)
+/* A probe that answers slower hands back to the held mode, for a hold long
+ * enough that the next probe costs at most 1/GC_OC_BUDGET of the time at
+ * what it lost by (two stretches at that loss), within the bounds: modes
+ * that answer alike are compared again soon, a clear loser seldom. */
+Test(outcome, a_losing_probe_returns_for_a_hold_its_loss_pays_for)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	uint64_t t = T0, from, len;
 	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+	static const struct {
+		uint64_t probe_ns;
+		uint32_t hold;
+	} c[] = {
+		{ 10 * MS + 100 * US, HOLD_MIN },	/* 1%: as good as a tie */
+		{ 12 * MS, 2 * GC_OC_BUDGET / 5 },	/* 20% */
+		{ 13 * MS, 3 * GC_OC_BUDGET / 5 },	/* 30% */
+		{ 30 * MS, HOLD_MAX },			/* 200%: the cap */
+	};
 
-	for (int i = 0; i < 4; i++) {
-		cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "probe %d", i);
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "probe %u", i);
 		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
-		cr_expect(oc_run(&ps, &pc, &t, 7 * MS), "back %d", i);
+		from = t;
+		cr_expect(oc_run(&ps, &pc, &t, c[i].probe_ns), "back %u", i);
 		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+		cr_expect_eq(ps.ps_oc_hold, c[i].hold, "case %u: hold %u", i, ps.ps_oc_hold);
+		/* what the probe lost, against the time of the probe and the
+		 * hold: at most 1/GC_OC_BUDGET, but at the cap */
+		len = ps.ps_oc_len;
+		cr_expect_eq(len, (uint64_t)c[i].hold * OC_STRETCH);
+		if (c[i].hold < HOLD_MAX)
+			cr_expect_leq((t - from) * (c[i].probe_ns - 10 * MS) * GC_OC_BUDGET,
+				      (len + t - from) * 10 * MS, "case %u: a probe of %llu ns, a hold of %llu ns",
+				      i, (unsigned long long)(t - from), (unsigned long long)len);
 	}
-	cr_expect_eq(ps.ps_oc_hold, HOLD_MAX);
-	/* the probe's share of the time: one stretch in HOLD_MAX + 1 */
-	from = t;
-	cr_expect(oc_run(&ps, &pc, &t, 5 * MS));
-	len = t - from;
-	from = t;
-	cr_expect(oc_run(&ps, &pc, &t, 7 * MS));
-	cr_expect_leq((t - from) * 32, len, "probe %llu ns of a hold of %llu ns: over 1/32",
-		      (unsigned long long)(t - from), (unsigned long long)len);
+	/* a probe that measured nothing says nothing: compared again soon */
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS));
+	ps.ps_oc_lat_n = 0;
+	while (!gc_policy_epoch_due(&ps, &pc, t))
+		t += MS;
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	cr_expect(gc_policy_epoch_end(&ps, &pc, t));
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "the held mode");
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
 }
 
 /* The domain's first commits are its start-up's (threads arriving one by
