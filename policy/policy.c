@@ -705,9 +705,8 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
  * On a tie, the directories: a thread syncs its directory right after the
  * file it created, so the one at its directory is a step ahead of the one
  * at a file, or, where it is not, another hand-back a few steps on finds
- * them so; a tie handed back by turns undid half of those (2 threads,
- * 0.5 ms pauses: 120 transactions a second against 145 bare, 190 now).
- * Only while
+ * them so; ties handed back by turns undid half of those (2 threads, 0.5 ms
+ * pauses: 155 transactions a second by turns, 190 so, 145 bare). Only while
  * directory-only commits were timed cheap (under a quarter of a commit): a
  * spool's, which commit its renames, are not, and in step costs it more
  * (5.2 ms a commit against 3.8 ms mixed). At most one transaction in

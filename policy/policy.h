@@ -199,6 +199,7 @@ void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now);
  * measure, counted for the stretch it ran within. Lock-free. */
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end);
 #define GC_OC_COMMITS 8
+/* Probes of a losing mode take at most 1/GC_OC_BUDGET of the time. */
 #define GC_OC_BUDGET 50
 
 /* Distinct sync threads seen within the activity window ending at @now. */
