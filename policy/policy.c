@@ -457,10 +457,15 @@ static uint32_t hold_for(uint64_t win, uint64_t lose)
  * closed by its timeout, or by count but past a flush after it could
  * have closed (threads in step that wait for the one that pauses
  * longest). Its first request's own real call would have been answered
- * by then, and the disk idled meanwhile. A storm's peers come at once. */
+ * by then, and the disk idled meanwhile. Nor where transactions gather
+ * next to nobody (the serial rule's 1.5 requests): they wait for no one,
+ * but share nothing either (2 threads pausing 5 ms between
+ * SQLite-DELETE-like transactions: closed at once, 1.45 requests a
+ * commit, 0.92x bare until a probe after a second). A storm's peers come
+ * at once, all of them. */
 static bool oc_grouping_pays(const struct gc_policy_state *ps)
 {
-	return ps->ps_waited_x256 < 256 / 8;
+	return ps->ps_waited_x256 < 256 / 8 && ps->ps_batch_x16 >= GC_SERIAL_BATCH_X16;
 }
 
 static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)

@@ -1672,6 +1672,22 @@ Test(outcome, grouping_whose_peers_come_at_once_is_never_probed)
 	}
 }
 
+/* Transactions that gather next to nobody (closed at once by the serial
+ * rule, one request each) wait for no one, but share nothing: grouping
+ * does not evidently pay, and the hold ends in a probe of direct calls. */
+Test(outcome, grouping_that_gathers_nobody_is_probed)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_NOWAIT);
+
+	for (int i = 0; i < 16; i++)
+		commit(&ps, &pc, t, t, OC_COMMIT, 1, GC_CLOSE_NOWAIT);
+	cr_assert_lt(ps.ps_batch_x16, 24, "1.5 requests a commit (x16)");
+	cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "a probe at the hold's end");
+	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
+}
+
 /* Closed by count, a transaction still waited for its peers past a flush
  * (threads in step that wait for the one that pauses longest): its first
  * request could have had its own real call answered by then. That counts
