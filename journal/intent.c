@@ -2080,9 +2080,18 @@ static int log_records(struct gi_file *f, int fd, uint64_t *lo, uint64_t *hi)
 	if (log_half_full())
 		ck_kick();
 	log_unlock();
+	/* The next append is logged from f_base. Past the size read above
+	 * only where every byte below it was noted and logged: a write of
+	 * ours in flight (busy) may have landed under that size already,
+	 * its note still to come; with no append noted, nothing logged
+	 * [f_base, size), and moving f_base over its bytes would leave them
+	 * out of its own sync's records, acknowledged and never made
+	 * durable (threads appending to one file: records lost at a power
+	 * cut, tests/crash/intent_race.sh). */
+	if (f->f_append || !busy)
+		f->f_base = size;
 	f->f_nr = 0;
 	f->f_append = false;
-	f->f_base = size;
 	pthread_mutex_unlock(&f->f_lock);
 	return 0;
 out_locked:

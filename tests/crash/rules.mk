@@ -10,7 +10,7 @@ $(B)/tests/crash/%: tests/crash/%.c tests/crash/record.h
 
 ALL_BINS    += $(CRASH_BINS)
 TEST_SUITES += tests/crash/run.sh tests/crash/spool.sh tests/crash/once.sh tests/crash/think.sh \
-	       tests/crash/intent.sh \
+	       tests/crash/intent.sh tests/crash/intent_race.sh \
 	       tests/crash/intent_cases.sh tests/crash/intent_eio.sh
 
 TRIALS ?= 10
