@@ -998,6 +998,15 @@ Test(device, verdict_changes_are_reported)
 	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t + 4 * MS), "grouped -> none");
 }
 
+/* @n commits of 4 ms, one after the other from *@t, each of @handles closed
+ * for @why as soon as it opened; *@t ends past the last. */
+static void commits_4ms(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t *t,
+			int n, uint32_t handles, enum gc_close_reason why)
+{
+	for (int k = 0; k < n; k++, *t += 4 * MS)
+		commit(ps, pc, *t, *t, 4 * MS, handles, why);
+}
+
 /* Many threads that sync one at a time (PostgreSQL's WAL flush under its
  * own lock): each transaction times out with one handle. After a few, the
  * wait stops; once transactions carry several handles again, it returns. */
@@ -1021,10 +1030,7 @@ Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 	}
 	expect_decision("serialized", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NOWAIT, t, 0, 0);
 	/* threads overlap again: commits carry six handles */
-	for (k = 0; k < 4; k++) {
-		commit(&ps, &pc, t, t, 4 * MS, 6, GC_CLOSE_NOWAIT);
-		t += 4 * MS;
-	}
+	commits_4ms(&ps, &pc, &t, 4, 6, GC_CLOSE_NOWAIT);
 	for (int32_t tid = 1; tid <= 8; tid++)
 		gc_policy_arrive(&ps, &pc, tid, t);
 	expect_decision("overlapping again", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
@@ -1040,18 +1046,11 @@ Test(device, lone_closes_are_no_evidence_of_writers_taking_turns)
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
 	uint64_t t = T0;
-	int k;
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
-	for (k = 0; k < 4; k++) {
-		commit(&ps, &pc, t, t, 4 * MS, 1, GC_CLOSE_LONE);
-		t += 4 * MS;
-	}
-	for (k = 0; k < 2; k++) {
-		commit(&ps, &pc, t, t, 4 * MS, 2, GC_CLOSE_COUNT);
-		t += 4 * MS;
-	}
+	commits_4ms(&ps, &pc, &t, 4, 1, GC_CLOSE_LONE);
+	commits_4ms(&ps, &pc, &t, 2, 2, GC_CLOSE_COUNT);
 	gc_policy_arrive(&ps, &pc, 1, t);
 	gc_policy_arrive(&ps, &pc, 2, t);
 	expect_decision("two threads, on a free domain", decide(&ps, &pc, 1, t, t, true),
