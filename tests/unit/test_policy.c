@@ -1677,11 +1677,10 @@ Test(outcome, grouping_whose_peers_come_at_once_is_never_probed)
 Test(outcome, grouping_that_gathers_nobody_is_probed)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	uint64_t t = T0;
+	uint64_t t = T0, c = T0;
 	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_NOWAIT);
 
-	for (int i = 0; i < 16; i++)
-		commit(&ps, &pc, t, t, OC_COMMIT, 1, GC_CLOSE_NOWAIT);
+	commits_4ms(&ps, &pc, &c, 16, 1, GC_CLOSE_NOWAIT);
 	cr_assert_lt(ps.ps_batch_x16, 24, "1.5 requests a commit (x16)");
 	cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "a probe at the hold's end");
 	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
