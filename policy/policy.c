@@ -422,6 +422,7 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 	ps->ps_oc_probe = probe;
 	__atomic_store_n(&ps->ps_oc_lat_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_lat_n, 0, __ATOMIC_RELAXED);
+	ps->ps_oc_txns = ps->ps_txns;
 	__atomic_store_n(&ps->ps_oc_len, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_from, now + len - min_u64(len, oc_len(ps)), __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_start, now, __ATOMIC_RELAXED);
@@ -483,6 +484,16 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 	}
 	ps->ps_oc_last_ns = mean;
 	if (!ps->ps_oc_probe) {
+		/* grouped, yet hardly a transaction gathered (one thread that
+		 * syncs alone closes each at once; an idle domain none): no
+		 * evidence either way, and none for a longer hold. One more
+		 * stretch. (A program's single-threaded set-up read as
+		 * grouping that pays, and its threads, pausing between
+		 * syncs, were then held grouped for 16 stretches.) */
+		if (mode == GC_FB_GROUP && ps->ps_txns - ps->ps_oc_txns < GC_OC_COMMITS / 2) {
+			oc_start(ps, mode, false, oc_len(ps), now);
+			return false;
+		}
 		/* a hold ended: try the other mode for a stretch, unless
 		 * grouping waits too little to lose, or nothing was measured */
 		if (!n || (mode == GC_FB_GROUP && oc_grouping_pays(ps))) {

@@ -100,7 +100,7 @@ struct gc_policy_state {
 	uint64_t ps_oc_lat_ns;		/* requests of this stretch: latency summed (atomic) */
 	uint64_t ps_oc_lat_n;		/* and counted (atomic) */
 	uint32_t ps_waited_x256;	/* EWMA (1/8) of transactions that waited for peers (oc_grouping_pays), x256 */
-	uint32_t ps_oc_pad2;
+	uint32_t ps_oc_txns;		/* ps_txns when this hold or stretch began */
 	/* Threads seen making direct calls, sampled without a lock (hashed by
 	 * tid, a collision overwrites): when grouping resumes they are the
 	 * recent sync threads a transaction waits for. (atomic) */

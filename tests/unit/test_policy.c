@@ -1614,9 +1614,13 @@ static void oc_commits(struct gc_policy_state *ps, const struct gc_policy_cfg *p
 		commit(ps, pc, t, t + MS, OC_COMMIT, 8, why);
 }
 
+/* How oc_run's grouped transactions close (GC_CLOSE_NONE: it makes none). */
+static enum gc_close_reason oc_why = GC_CLOSE_NONE;
+
 /* Runs the domain until its stretch ends: a request every millisecond
- * taking @lat_ns (the device refreshed as the journal does), then the end
- * of the stretch. Returns epoch_end's answer; *@t is the end. */
+ * taking @lat_ns (the device refreshed as the journal does), grouped a
+ * commit every OC_COMMIT closed for oc_why, then the end of the stretch.
+ * Returns epoch_end's answer; *@t is the end. */
 static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t *t,
 		   uint64_t lat_ns)
 {
@@ -1625,6 +1629,9 @@ static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 			gc_policy_device(ps, OC_COMMIT, GC_DEV_OBSERVER, *t);
 		if (*t >= lat_ns)
 			gc_policy_latency(ps, *t - lat_ns, *t);
+		if (oc_why != GC_CLOSE_NONE && (*t - T0) % OC_COMMIT == 0 &&
+		    gc_policy_verdict(ps, pc, *t).v_kind == GC_V_GROUP)
+			commit(ps, pc, *t, *t + MS, OC_COMMIT, 8, oc_why);
 		*t += MS;
 	}
 	if (gc_policy_device_claim(ps, *t))
@@ -1641,6 +1648,7 @@ static struct gc_policy_state oc_open(const struct gc_policy_cfg *pc, uint64_t t
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
 	oc_commits(&ps, pc, t, why, 4 * GC_OC_COMMITS);
 	cr_assert_not(gc_policy_epoch_end(&ps, pc, t), "the first hold is grouped");
+	oc_why = why;
 	return ps;
 }
 
@@ -1680,6 +1688,7 @@ Test(outcome, grouping_that_gathers_nobody_is_probed)
 	uint64_t t = T0, c = T0;
 	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_NOWAIT);
 
+	oc_why = GC_CLOSE_NONE;
 	commits_4ms(&ps, &pc, &c, 16, 1, GC_CLOSE_NOWAIT);
 	cr_assert_lt(ps.ps_batch_x16, 24, "1.5 requests a commit (x16)");
 	cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "a probe at the hold's end");
@@ -1711,6 +1720,7 @@ Test(outcome, waiting_for_peers_past_a_flush_is_probed)
 	uint64_t t = T0;
 	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_COUNT);
 
+	oc_why = GC_CLOSE_NONE;
 	commit_led(&ps, &pc, t, t + MS, t + MS + OC_COMMIT, 8);
 	cr_expect(oc_run(&ps, &pc, &t, 20 * MS), "a probe at the hold's end");
 	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
@@ -1723,6 +1733,7 @@ Test(outcome, waiting_behind_the_commit_in_flight_is_not_probed)
 	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_COUNT);
 
 	/* open 5 ms, all but half a millisecond of it behind the commit */
+	oc_why = GC_CLOSE_NONE;
 	commit_led(&ps, &pc, t, t + 4 * MS + MS / 2, t + 5 * MS, 8);
 	cr_expect_not(oc_run(&ps, &pc, &t, 20 * MS), "no probe");
 	cr_expect_not(gc_policy_bypass(&ps, &pc, t));
@@ -1819,17 +1830,49 @@ Test(outcome, no_probe_on_the_evidence_of_the_start)
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 4 * GC_OC_COMMITS - 2);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 4 * GC_OC_COMMITS - 2 * GC_OC_COMMITS / 2 - 1);
 	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t));
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
 	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "too few commits to probe");
 	from = t;
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
 	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "still too few");
 	cr_expect_lt(t - from, OC_STRETCH + 2 * MS, "one stretch more");
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
 	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "enough: a probe");
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+}
+
+/* A program's set-up, one thread syncing its files one by one (each
+ * transaction closed lone), gathers nobody: no evidence that grouping
+ * pays, so its holds grow no longer. Once its threads run, pausing
+ * between syncs (transactions time out), the start's evidence is
+ * gathered in a few stretches and direct calls are probed. (Read as
+ * grouping that pays, the set-up made the next hold 16 stretches.) */
+Test(outcome, a_thread_syncing_alone_is_no_evidence_for_a_longer_hold)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0, from = t;
+	int i;
+
+	gc_policy_init(&ps);
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t), "the first hold is grouped");
+	oc_why = GC_CLOSE_LONE;
+	for (i = 0; i < 4; i++) {
+		cr_expect_not(oc_run(&ps, &pc, &t, 4 * MS), "set-up, stretch %d", i);
+		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
+		cr_expect_eq(ps.ps_oc_hold, HOLD_MIN, "stretch %d: hold %u", i, ps.ps_oc_hold);
+		cr_expect_eq(ps.ps_oc_len, OC_STRETCH, "stretch %d: one more", i);
+	}
+	oc_why = GC_CLOSE_TIMEOUT;
+	for (i = 0, from = t; i < 6 && !oc_run(&ps, &pc, &t, 10 * MS); i++)
+		;
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "a probe of direct calls");
+	cr_expect_leq(t - from, 4 * OC_STRETCH + 2 * MS,
+		      "after %llu ms", (unsigned long long)((t - from) / MS));
 }
 
 /* Only the last stretch of a hold or a probe is measured: a request begun
