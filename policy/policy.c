@@ -502,7 +502,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		}
 		/* the evidence of the domain's first commits is its start-up's
 		 * (threads arriving one by one): one more stretch */
-		if (mode == GC_FB_GROUP && ps->ps_txns < 4 * GC_OC_COMMITS) {
+		if (mode == GC_FB_GROUP && ps->ps_txns < 2 * GC_OC_COMMITS) {
 			oc_start(ps, mode, false, oc_len(ps), now);
 			return false;
 		}

@@ -1820,7 +1820,7 @@ Test(outcome, a_losing_probe_returns_for_a_hold_its_loss_pays_for)
 }
 
 /* The domain's first commits are its start-up's (threads arriving one by
- * one): before 4 stretches' worth were timed, a hold ends in one more
+ * one): before 2 stretches' worth (16 transactions) were timed, a hold ends in one more
  * grouped stretch, not a probe. */
 Test(outcome, no_probe_on_the_evidence_of_the_start)
 {
@@ -1830,7 +1830,7 @@ Test(outcome, no_probe_on_the_evidence_of_the_start)
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 4 * GC_OC_COMMITS - 2 * GC_OC_COMMITS / 2 - 1);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2 * GC_OC_COMMITS - 2 * GC_OC_COMMITS / 2 - 1);
 	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t));
 	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
 	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "too few commits to probe");
@@ -1871,7 +1871,7 @@ Test(outcome, a_thread_syncing_alone_is_no_evidence_for_a_longer_hold)
 	for (i = 0, from = t; i < 6 && !oc_run(&ps, &pc, &t, 10 * MS); i++)
 		;
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "a probe of direct calls");
-	cr_expect_leq(t - from, 4 * OC_STRETCH + 2 * MS,
+	cr_expect_leq(t - from, 2 * OC_STRETCH + 2 * MS,
 		      "after %llu ms", (unsigned long long)((t - from) / MS));
 }
 
