@@ -251,9 +251,10 @@ enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy
  * true where processes sync once (a delivery agent, a git command, a build
  * step: a process a task): of the last GC_ONCE_WINDOW or so that made a
  * first request, fewer than half made a second, over at least
- * GC_ONCE_EVIDENCE of them. Such a request starts no transaction and waits
- * behind no commit: it would gather nobody, and, bare, its call would have
- * reached the device at once. Adaptive only. */
+ * GC_ONCE_EVIDENCE of them. Such a request waits behind no commit it is
+ * not in: it would gather nobody, and, bare, its call would have reached
+ * the device at once (journal.c's once_direct; with no commit in flight
+ * it joins or begins a transaction as any request does). Adaptive only. */
 #define GC_ONCE_EVIDENCE 8
 #define GC_ONCE_WINDOW 64
 bool gc_policy_proc_first(struct gc_policy_state *ps, const struct gc_policy_cfg *pc);
