@@ -423,6 +423,7 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 	__atomic_store_n(&ps->ps_oc_lat_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_lat_n, 0, __ATOMIC_RELAXED);
 	ps->ps_oc_txns = ps->ps_txns;
+	ps->ps_oc_commits = ps->ps_commit_samples;
 	__atomic_store_n(&ps->ps_oc_len, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_from, now + len - min_u64(len, oc_len(ps)), __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_start, now, __ATOMIC_RELAXED);
@@ -484,13 +485,16 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 	}
 	ps->ps_oc_last_ns = mean;
 	if (!ps->ps_oc_probe) {
-		/* grouped, yet hardly a transaction gathered (one thread that
-		 * syncs alone closes each at once; an idle domain none): no
+		/* grouped, yet most transactions closed lone (one thread
+		 * syncing alone), or none was gathered (an idle domain): no
 		 * evidence either way, and none for a longer hold. One more
 		 * stretch. (A program's single-threaded set-up read as
 		 * grouping that pays, and its threads, pausing between
 		 * syncs, were then held grouped for 16 stretches.) */
-		if (mode == GC_FB_GROUP && ps->ps_txns - ps->ps_oc_txns < GC_OC_COMMITS / 2) {
+		uint32_t gathered = ps->ps_txns - ps->ps_oc_txns;
+		uint32_t lone = ps->ps_commit_samples - ps->ps_oc_commits - gathered;
+
+		if (mode == GC_FB_GROUP && (!gathered || gathered < lone)) {
 			oc_start(ps, mode, false, oc_len(ps), now);
 			return false;
 		}

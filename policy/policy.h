@@ -91,7 +91,7 @@ struct gc_policy_state {
 	uint32_t ps_oc_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: this stretch (atomic) */
 	uint32_t ps_oc_probe;		/* this stretch probes ps_oc_mode */
 	uint32_t ps_oc_hold;		/* stretches of the next hold */
-	uint32_t ps_oc_pad;
+	uint32_t ps_oc_commits;		/* ps_commit_samples when this hold or stretch began */
 	uint64_t ps_oc_start;		/* 0: none yet (atomic) */
 	uint64_t ps_oc_len;		/* (atomic) */
 	uint64_t ps_oc_from;		/* its last stretch, the one measured, begins (atomic) */

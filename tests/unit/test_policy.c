@@ -1819,6 +1819,27 @@ Test(outcome, a_losing_probe_returns_for_a_hold_its_loss_pays_for)
 	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
 }
 
+/* Evidence is transactions gathered, however few a stretch holds (threads
+ * pausing long, or LIBGC_WAIT_PCT=1000: a commit every few stretches' worth
+ * of commits): two that waited for their peers end the hold in a probe.
+ * A stretch mostly of lone commits, one gathered among them, is held
+ * again. */
+Test(outcome, few_gathered_transactions_are_evidence_many_lone_ones_are_not)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	oc_why = GC_CLOSE_NONE;
+	oc_commits(&ps, &pc, t, GC_CLOSE_LONE, 3);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "3 lone, 1 gathered: held again");
+	cr_expect_eq(ps.ps_oc_len, OC_STRETCH, "for one stretch");
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2);
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "2 gathered that waited: a probe");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+}
+
 /* The domain's first commits are its start-up's (threads arriving one by
  * one): before 2 stretches' worth (16 transactions) were timed, a hold ends in one more
  * grouped stretch, not a probe. */
