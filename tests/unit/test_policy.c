@@ -1631,7 +1631,7 @@ static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 			gc_policy_latency(ps, *t - lat_ns, *t);
 		if (oc_why != GC_CLOSE_NONE && (*t - T0) % OC_COMMIT == 0 &&
 		    gc_policy_verdict(ps, pc, *t).v_kind == GC_V_GROUP)
-			commit(ps, pc, *t, *t + MS, OC_COMMIT, 8, oc_why);
+			oc_commits(ps, pc, *t, oc_why, 1);
 		*t += MS;
 	}
 	if (gc_policy_device_claim(ps, *t))
@@ -1841,8 +1841,8 @@ Test(outcome, few_gathered_transactions_are_evidence_many_lone_ones_are_not)
 }
 
 /* The domain's first commits are its start-up's (threads arriving one by
- * one): before 2 stretches' worth (16 transactions) were timed, a hold ends in one more
- * grouped stretch, not a probe. */
+ * one): before 2 stretches' worth (16 transactions) were gathered, a hold
+ * ends in one more grouped stretch, not a probe. */
 Test(outcome, no_probe_on_the_evidence_of_the_start)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
@@ -1851,16 +1851,17 @@ Test(outcome, no_probe_on_the_evidence_of_the_start)
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2 * GC_OC_COMMITS - 2 * GC_OC_COMMITS / 2 - 1);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2 * GC_OC_COMMITS - 3);
 	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t));
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
+	/* one gathered a stretch: evidence, but not yet enough of it */
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
 	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "too few commits to probe");
 	from = t;
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
 	cr_expect_not(oc_run(&ps, &pc, &t, 10 * MS), "still too few");
 	cr_expect_lt(t - from, OC_STRETCH + 2 * MS, "one stretch more");
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, GC_OC_COMMITS / 2);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
 	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "enough: a probe");
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
 }
