@@ -12,10 +12,11 @@
 #include <sys/auxv.h>
 
 #include "core/clock.h"
+#include "core/sys.h"
 
 #define GC_ENV_MAX 64
-static const char *gc_envs[GC_ENV_MAX];
-static int gc_nenv;
+GC_START static const char *gc_envs[GC_ENV_MAX];
+GC_START static int gc_nenv;
 
 void gc_env_save(char *const *envp)
 {

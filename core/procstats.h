@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The per-process stats segment: this process's counters (core/stats.h)
  * placed in a file of its own, /dev/shm/libgc.stats-UID-PIDNS-PID (mode
- * 0600), so gcstat can read them live; removed at exit. Made at the
- * process's first sync request once it is GC_PS_AGE_NS old, so programs
- * that never sync make none, and nor do short ones (a mail delivery agent
- * per message), which no sample of gcstat would see anyway.
+ * 0600), so gcstat can read them live; removed at exit. Made at a sync
+ * request GC_PS_AGE_NS or more after the process's first, so programs that
+ * never sync make none, and nor do ones that sync only in a short burst (a
+ * mail delivery agent per message), which no sample of gcstat would see
+ * anyway. (Counted from the first request, not from start-up: reading the
+ * clock at start-up cost every process two page faults.)
  * Fixed layout, versioned; the identity (pid, command) is written under a
  * seqlock; counters are monotonic, read one by one, each exact, the set not
  * one instant. Call sites (core/sites.h) follow the counters, page
@@ -60,18 +62,28 @@ void gc_ps_configure(bool on, const char *dir);
  * were killed. Any thread, signal handlers included (raw system calls, no
  * lock); a thread that finds another making it goes on without waiting. */
 void gc_ps_ensure(bool sites);
-/* The same for a request at @now, once the process is GC_PS_AGE_NS old
- * (gc_ps_born: the library's start-up), or at once when call sites are
- * counted (rows counted before the segment would stay private): one load
- * when there is nothing to do. Counts made before stay in private memory,
- * and go into the segment with each thread's next count. */
+/* The same for a request at @now, GC_PS_AGE_NS or more after the
+ * process's first request (gc_ps_first_ns, kept by the first), or at once
+ * when call sites are counted (rows counted before the segment would stay
+ * private): one load when there is nothing to do. Counts made before stay
+ * in private memory, and go into the segment with each thread's next
+ * count. */
 #define GC_PS_AGE_NS (100ULL * 1000ULL * 1000ULL)
 extern int gc_ps_idle;
-extern uint64_t gc_ps_born_ns;
+extern uint64_t gc_ps_first_ns;
 static inline void gc_ps_need(bool sites, uint64_t now)
 {
-	if (__builtin_expect(__atomic_load_n(&gc_ps_idle, __ATOMIC_RELAXED), 0) &&
-	    (sites || now - __atomic_load_n(&gc_ps_born_ns, __ATOMIC_RELAXED) >= GC_PS_AGE_NS))
+	uint64_t first;
+
+	if (__builtin_expect(!__atomic_load_n(&gc_ps_idle, __ATOMIC_RELAXED), 1))
+		return;
+	first = __atomic_load_n(&gc_ps_first_ns, __ATOMIC_RELAXED);
+	/* the first request; where another thread's came first, the CAS
+	 * leaves its time in @first */
+	if (!first && __atomic_compare_exchange_n(&gc_ps_first_ns, &first, now, false,
+						  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		first = now;
+	if (sites || now - first >= GC_PS_AGE_NS)
 		gc_ps_ensure(sites);
 }
 /* The segment exists. */

@@ -17,7 +17,7 @@
 #define MADV_WIPEONFORK 18
 #endif
 
-struct gc_sys gc_sys;
+GC_START struct gc_sys gc_sys;
 __thread int gc_depth __attribute__((tls_model("initial-exec")));
 
 int gc_sys_sync(int fd, bool datasync)

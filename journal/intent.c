@@ -34,7 +34,7 @@
 #include "journal/intent_shm.h"
 #include "journal/txn.h"
 
-int gc_intent_on;
+GC_START int gc_intent_on;
 
 #define GI_DIRS 8
 #define GI_FILES 1024

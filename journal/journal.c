@@ -31,7 +31,7 @@
 
 /* Lock order: gc_domains_lock, then a domain's j_lock (journal/txn.h). */
 struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
-int gc_ndomains;
+GC_START int gc_ndomains;
 pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A domain this process may use for @dev, or NULL (then: a direct call).

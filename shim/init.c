@@ -29,15 +29,15 @@
 #include "journal/journal.h"
 #include "shim/shim.h"
 
-int gc_ready;
+GC_START int gc_ready;
 int gc_configured;
-int gc_disabled;
-int gc_counting;
+GC_START int gc_disabled;
+GC_START int gc_counting;
 uint64_t gc_sym_calls[GC_SYM_COUNT];
 static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
-static int gc_init_state;	/* 0, 1 running, 2 done */
+GC_START static int gc_init_state;	/* 0, 1 running, 2 done */
 static struct gc_once gc_conf_once;
-struct gc_config gc_cfg;
+struct gc_config gc_cfg = { .c_log = GC_LOG_WARN };
 
 #ifndef GC_VERSION
 #define GC_VERSION "0"
@@ -120,15 +120,16 @@ static void do_init(char **envp)
 	v = gc_env("LIBGC_REPORT");
 	gc_counting = v && *v && strcmp(v, "0");
 	/* the level start-up's messages (the intent log's recovery) go out
-	 * with; a bad value is reported with the rest at first use */
-	gc_cfg.c_log = gc_config_log_level(gc_env("LIBGC_LOG"));
+	 * with (unset: the default it was built with, and its page is left
+	 * alone); a bad value is reported with the rest at first use */
+	v = gc_env("LIBGC_LOG");
+	if (v)
+		gc_cfg.c_log = gc_config_log_level(v);
 	/* the intent log's hooks in the write family are on from the first
 	 * write: its settings are read now (no system call; it opens nothing
 	 * before a request in its scope) */
 	if (!gc_disabled)
 		gc_intent_configure();
-	/* the clock is the vDSO's: no system call */
-	gc_ps_born_ns = gc_now_ns();
 	gc_atfork(atfork_prepare, atfork_parent, atfork_child);
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 	errno = saved;

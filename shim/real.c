@@ -9,8 +9,9 @@
 #include <dlfcn.h>
 
 #include "core/next.h"
+#include "core/sys.h"
 
-struct gc_real gc_real;
+GC_START struct gc_real gc_real;
 
 void gc_real_resolve(void)
 {

@@ -29,7 +29,7 @@ static const char *const sym_names[GC_SYM_COUNT] = {
 #undef SYM
 };
 
-static int rep_fd = -1;		/* our duplicate of stderr */
+GC_START static int rep_fd = -1;		/* our duplicate of stderr */
 static dev_t rep_dev;		/* ... and what it was, to know it is still ours */
 static ino_t rep_ino;
 static int rep_done;

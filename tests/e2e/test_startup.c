@@ -262,15 +262,17 @@ static int count_segments(const char *dir, int pid, off_t *size)
 }
 
 /* A process that never syncs (dd to /dev/null) makes no stats segment, even
- * killed (no exit handler to remove one), nor does one younger than 100 ms;
- * one that syncs later makes one of 32 KB at most. */
+ * killed (no exit handler to remove one), nor does one that syncs once, or
+ * only within 100 ms; one that syncs again later makes one of 32 KB at
+ * most. */
 Test(startup, stats_segment_only_for_syncs_and_small)
 {
 	char envdir[300];
 	const char *env[] = { envdir, NULL };
 	const char *die[] = { e2e_prog("nosync"), e2e_dir(), "stream", "die", NULL };
-	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "age", "sync", "die", NULL };
-	const char *young[] = { e2e_prog("nosync"), e2e_dir(), "sync", "die", NULL };
+	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "sync", "age", "sync", "die", NULL };
+	const char *young[] = { e2e_prog("nosync"), e2e_dir(), "syncs=5", "die", NULL };
+	const char *once[] = { e2e_prog("nosync"), e2e_dir(), "age", "sync", "die", NULL };
 	const char *dir = e2e_path("shm");
 	struct e2e_run r;
 	off_t size = 0;
@@ -288,7 +290,14 @@ Test(startup, stats_segment_only_for_syncs_and_small)
 	e2e_run(&r, PRE_GC, env, 30, young);
 	cr_expect_eq(r.code, -SIGKILL, "%s", r.err);
 	cr_expect_eq(count_segments(dir, 0, NULL), 0,
-		     "a process that synced before it was 100 ms old left a stats segment");
+		     "a process whose syncs spanned less than 100 ms left a stats segment");
+	e2e_run_free(&r);
+
+	/* nor one that synced once, however late */
+	e2e_run(&r, PRE_GC, env, 30, once);
+	cr_expect_eq(r.code, -SIGKILL, "%s", r.err);
+	cr_expect_eq(count_segments(dir, 0, NULL), 0,
+		     "a process that synced once left a stats segment");
 	e2e_run_free(&r);
 
 	e2e_run(&r, PRE_GC, env, 30, sync_die);
@@ -305,8 +314,8 @@ Test(startup, next_process_prunes_a_dead_ones_segment)
 {
 	char envdir[300];
 	const char *env[] = { envdir, NULL };
-	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "age", "sync", "die", NULL };
-	const char *sync[] = { e2e_prog("nosync"), e2e_dir(), "age", "sync", NULL };
+	const char *sync_die[] = { e2e_prog("nosync"), e2e_dir(), "sync", "age", "sync", "die", NULL };
+	const char *sync[] = { e2e_prog("nosync"), e2e_dir(), "sync", "age", "sync", NULL };
 	const char *dir = e2e_path("shm");
 	struct e2e_run r;
 	int dead;
@@ -427,7 +436,7 @@ Test(startup, one_system_call_a_direct_request)
 
 	if (!have_strace())
 		cr_skip_test("strace is not installed");
-	/* segments of its own: the first request once 100 ms old checks the
+	/* segments of its own: a request 100 ms after the first checks the
 	 * owner of each other one of this user (up to 256), and other
 	 * programs of root may be running beside the test */
 	mkdir(e2e_path("shm1"), 0700);

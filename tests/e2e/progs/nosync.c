@@ -5,8 +5,8 @@
  * pipe, dup2, a fork whose child ends with _exit, and a spawn of true(1).
  * Then, in the order given:
  *   stream      write 1 MB more to /dev/null, as dd would
- *   age         wait 150 ms (a process makes its stats segment at its first
- *               request once 100 ms old)
+ *   age         wait 150 ms (a process makes its stats segment at a
+ *               request 100 ms or more after its first)
  *   sync        write and fsync DIR/synced (the library sets itself up)
  *   syncs=N     N more fsyncs of it (the direct path, N requests)
  *   clearenv    clear the environment (before any sync: the library keeps

@@ -4,8 +4,8 @@
  * does), optionally wait for SIGUSR1 or stdin's end, then leave through
  * exit, _exit or _Exit.
  *   reporter DIR N exit|_exit|_Exit [close2] [threads=T] [hold] [after=MS]
- * after=MS: the syncs begin MS after start (a process makes its stats
- * segment once 100 ms old). */
+ * after=MS: one fsync at once, the workers' MS later (a process makes its
+ * stats segment at a request 100 ms or more after its first). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -53,8 +53,16 @@ int main(int argc, char **argv)
 			threads = atoi(argv[i] + 8);
 		else if (!strcmp(argv[i], "hold"))
 			hold = 1;
-		else if (!strncmp(argv[i], "after=", 6))
+		else if (!strncmp(argv[i], "after=", 6)) {
+			char path[4096];
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/reporter.first", dir);
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0 || fsync(fd) || close(fd))
+				return 2;
 			usleep((useconds_t)atoi(argv[i] + 6) * 1000);
+		}
 	}
 	if (threads < 1 || threads > 64)
 		return 2;
