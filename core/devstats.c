@@ -93,6 +93,7 @@ static bool spin_lock(int *l)
 	int self = (int)gc_gettid(), cur;	/* cached: no system call a refresh */
 	uint64_t start = 0, now;
 
+	gc_made_note(GC_MADE_DEVSTATS);
 	for (int i = 0;; i++) {
 		cur = __atomic_load_n(l, __ATOMIC_RELAXED);
 		if (!cur && __atomic_compare_exchange_n(l, &cur, self, false, __ATOMIC_ACQUIRE,
@@ -1016,8 +1017,10 @@ void gc_devstats_init(const struct gc_devstats_paths *p)
 	spin_unlock(&g_ds.s_lock);
 }
 
-void gc_devstats_atfork_child(void)
+GC_ONCE void gc_devstats_atfork_child(void)
 {
+	if (!gc_was_made(GC_MADE_DEVSTATS))
+		return;
 	__atomic_store_n(&g_blk.b_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_map.m_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_ds.s_lock, 0, __ATOMIC_RELAXED);

@@ -91,6 +91,7 @@ static int dev_index(uint64_t dev)
 	uint64_t want = dev + 1, cur;
 	int i;
 
+	gc_made_note(GC_MADE_DIRTY);
 	for (i = 0; i < GC_DIRTY_DEVS; i++) {
 		cur = __atomic_load_n(&devs[i].dd_dev1, __ATOMIC_ACQUIRE);
 		if (cur == want)
@@ -142,8 +143,10 @@ static void dev_unlock(struct dirty_dev *dd)
  * starts with an empty ring (the device counts were reset with them). */
 static bool slot_trylock(struct gc_dirty_slot *s)
 {
-	uint32_t gen = __atomic_load_n(&dirty_gen, __ATOMIC_RELAXED), cur = 0;
+	uint32_t gen, cur = 0;
 
+	gc_made_note(GC_MADE_DIRTY);
+	gen = __atomic_load_n(&dirty_gen, __ATOMIC_RELAXED);
 	if (!__atomic_compare_exchange_n(&s->s_busy, &cur, gen, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED) &&
 	    (cur == gen || !__atomic_compare_exchange_n(&s->s_busy, &cur, gen, 0,
@@ -525,11 +528,13 @@ out_nolock:
 	gc_depth--;
 }
 
-void gc_dirty_atfork_child(void)
+GC_ONCE void gc_dirty_atfork_child(void)
 {
 	uint32_t g = dirty_gen + 1;
 	int i;
 
+	if (!gc_was_made(GC_MADE_DIRTY))
+		return; /* no slot or device was ever taken */
 	__atomic_store_n(&dirty_gen, g ? g : 1, __ATOMIC_RELAXED);
 	for (i = 0; i < GC_DIRTY_DEVS; i++) {
 		devs[i].dd_lock = 0;

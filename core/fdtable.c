@@ -182,8 +182,8 @@ int gc_fd_next(int from)
 
 /* Owner tid of the swap lock, 0 when free. Spinning yields: the holder does
  * a few system calls (a reopen, a dup3, a close) and may be preempted. */
-static pid_t swap_owner;
-static int spawning, converting;
+GC_START static pid_t swap_owner;
+GC_START static int spawning, converting;
 
 bool gc_fd_swap_lock(void)
 {
@@ -235,28 +235,36 @@ void gc_fd_convert_end(void)
 /* fork() waits for a swap in progress, so the child never starts with a
  * number half swapped; a fork from a signal handler on the holder's thread
  * goes ahead (the child then resets the lock anyway). */
-static bool fork_took;
+GC_START static bool fork_took;
 
-void gc_fd_fork_prepare(void)
+GC_ONCE void gc_fd_fork_prepare(void)
 {
-	/* nothing was ever converted: no swap to wait for */
-	fork_took = gc_fd_ever() && gc_fd_swap_lock();
+	/* nothing was ever converted: no swap to wait for (and the flag
+	 * written only when it changes, journal/fork.c) */
+	bool take = gc_fd_ever() && gc_fd_swap_lock();
+
+	if (fork_took != take)
+		fork_took = take;
 }
 
-void gc_fd_fork_parent(void)
+GC_ONCE void gc_fd_fork_parent(void)
 {
 	gc_fd_swap_unlock(fork_took);
 }
 
-void gc_fd_fork_child(void)
+/* Each written only where set (gc_made). */
+GC_ONCE void gc_fd_fork_child(void)
 {
-	__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&spawning, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&converting, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&swap_owner, __ATOMIC_RELAXED))
+		__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&spawning, __ATOMIC_RELAXED))
+		__atomic_store_n(&spawning, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&converting, __ATOMIC_RELAXED))
+		__atomic_store_n(&converting, 0, __ATOMIC_SEQ_CST);
 }
 
 /* dev + 1 per slot (0: free), appended with a CAS, never removed. */
-static uint64_t devs_seen[GC_FD_DEVS];
+GC_START static uint64_t devs_seen[GC_FD_DEVS];
 
 int gc_fd_dev_note(uint64_t dev)
 {

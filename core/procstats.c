@@ -32,9 +32,9 @@ static void ps_set(int st)
 	__atomic_store_n(&ps_state, st, __ATOMIC_RELEASE);
 	__atomic_store_n(&gc_ps_idle, st == PS_IDLE, __ATOMIC_RELEASE);
 }
-static struct gc_ps_seg *ps_seg;
+GC_START static struct gc_ps_seg *ps_seg;
 static size_t ps_len;			/* the mapping of ps_seg */
-static void *ps_sites_map;		/* the call sites, mapped after the fact */
+GC_START static void *ps_sites_map;		/* the call sites, mapped after the fact */
 static uint64_t ps_ino;			/* the file made, to grow the right one */
 static int32_t ps_owner;		/* pid that made ps_seg */
 static char ps_dir[200] = GC_PS_DIR;
@@ -365,12 +365,14 @@ void gc_ps_exit(void)
 	errno = saved;
 }
 
-void gc_ps_atfork_child(void)
+GC_ONCE void gc_ps_atfork_child(void)
 {
 	struct gc_ps_seg *s = ps_seg;
 	void *sm = ps_sites_map;
 	int st = __atomic_load_n(&ps_state, __ATOMIC_RELAXED);
 
+	if (st == PS_OFF || (st == PS_IDLE && !s && !sm))
+		return; /* no segment: nothing to forget, and no page written */
 	/* gc_stats_reset, the caller, zeroes the private counters next */
 	__atomic_store_n(&gc_stats_base, gc_stats_private(), __ATOMIC_RELEASE);
 	__atomic_store_n(&gc_sites_base, gc_sites_private(), __ATOMIC_RELEASE);
@@ -384,8 +386,7 @@ void gc_ps_atfork_child(void)
 		gc_bus_unguard(sm);
 		munmap(sm, sizeof(struct gc_site_area));
 	}
-	if (st != PS_OFF)
-		ps_set(PS_IDLE);
+	ps_set(PS_IDLE);
 }
 
 /* ---- the reader's side -------------------------------------------------- */

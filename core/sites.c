@@ -524,6 +524,7 @@ static int site_row(struct gc_site_area *a, const uint64_t *pcs, int n)
 	uint64_t key = chain_key(pcs, n);
 	unsigned int h = (unsigned int)(key % GC_SITES), i;
 
+	gc_made_note(GC_MADE_SITES);
 	for (i = 0; i < GC_SITES; i++) {
 		unsigned int ix = (h + i) % GC_SITES;
 		struct gc_site_desc *d = &a->sa_desc[ix];

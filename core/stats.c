@@ -21,7 +21,10 @@ static __thread char gc_ts_mark __attribute__((tls_model("initial-exec")));
 
 /* Who holds each exclusive slot (a thread's mark): private memory, so that
  * nothing written into a segment can make two threads share one. */
-static void *slot_owner[GC_STAT_SLOTS];
+GC_START static void *slot_owner[GC_STAT_SLOTS];
+/* One more than the highest slot index ever taken (GC_STAT_ALL once the
+ * shared slot was). */
+GC_START static unsigned int slot_hw;
 /* Counts of a child made without atfork handlers, which must not land in
  * its parent's segment: kept, never read. */
 static struct gc_stat_slot gc_stats_void;
@@ -84,6 +87,11 @@ unsigned int gc_stat_slot_index(void)
 			break;
 	}
 	gc_ts_ix = i + 1; /* GC_STAT_SLOTS: the shared slot */
+	/* the slots a fork child zeroes: those below the highest taken */
+	for (unsigned int hw = __atomic_load_n(&slot_hw, __ATOMIC_RELAXED); hw < i + 1;)
+		if (__atomic_compare_exchange_n(&slot_hw, &hw, i + 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED))
+			break;
 	if (i < GC_STAT_SLOTS && gc_once(&slot_key_once, slot_key_make) && slot_key_ok)
 		pthread_setspecific(slot_key, (void *)(uintptr_t)gc_ts_ix);
 	return i;
@@ -115,6 +123,7 @@ struct gc_stat_slot *gc_stat_slot_slow(void)
 	struct gc_stat_slot *was = gc_ts_slot;
 	struct gc_stat_area *a;
 
+	gc_made_note(GC_MADE_COUNTS);
 	if (!gen) {
 		/* a child made without atfork: the area may be its parent's */
 		__atomic_store_n(&gc_stats_void.sl_shared, 1, __ATOMIC_RELAXED);
@@ -193,6 +202,7 @@ void gc_stats_errno(int r)
 	/* a child made without atfork counts nothing of its parent's */
 	if (!gc_sys_gen_peek())
 		return;
+	gc_made_note(GC_MADE_TOTALS);
 	for (i = 0; i < GC_ERRTAB; i++) {
 		int32_t cur = __atomic_load_n(&t->et[i].e_err, __ATOMIC_ACQUIRE);
 
@@ -223,6 +233,7 @@ void gc_stats_commit_end(uint32_t handles, uint64_t commit_ns)
 
 	if (!gc_sys_gen_peek())
 		return;
+	gc_made_note(GC_MADE_TOTALS);
 	__atomic_fetch_add(&a->sa_batch[b < GC_HIST_BATCH ? b : GC_HIST_BATCH - 1], 1,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&a->sa_commit[gc_hist_ns_bucket(commit_ns)], 1, __ATOMIC_RELAXED);
@@ -293,11 +304,21 @@ void gc_stats_sum(struct gc_stats *out)
 	gc_stats_sum_all(out, NULL, NULL);
 }
 
-void gc_stats_reset(void)
+GC_ONCE void gc_stats_reset(void)
 {
 	gc_ps_atfork_child();
-	memset(&gc_stats_priv, 0, sizeof(gc_stats_priv));
-	memset(&gc_sites_priv, 0, sizeof(gc_sites_priv));
+	/* only what was counted in: a memset of the whole 190 KB cost each
+	 * fork child about 50 page faults (gc_made) */
+	if (gc_was_made(GC_MADE_TOTALS)) {
+		memset(gc_stats_priv.sa_commit, 0, sizeof(gc_stats_priv) -
+		       offsetof(struct gc_stat_area, sa_commit));
+	}
+	if (gc_was_made(GC_MADE_SITES))
+		memset(&gc_sites_priv, 0, sizeof(gc_sites_priv));
+	if (!gc_was_made(GC_MADE_COUNTS))
+		return; /* no thread counted: all zero, and left unwritten */
+	memset(gc_stats_priv.sa_slot, 0,
+	       __atomic_load_n(&slot_hw, __ATOMIC_RELAXED) * sizeof(gc_stats_priv.sa_slot[0]));
 	memset(slot_owner, 0, sizeof(slot_owner));
 	gc_ts_ix = 0;
 	gc_ts_slot = NULL;

@@ -18,6 +18,7 @@
 #endif
 
 GC_START struct gc_sys gc_sys;
+GC_START unsigned int gc_made;
 __thread int gc_depth __attribute__((tls_model("initial-exec")));
 
 int gc_sys_sync(int fd, bool datasync)
@@ -101,12 +102,12 @@ struct self_page {
 };
 
 enum { SELF_NONE, SELF_WIPE, SELF_GETPID };
-static struct self_page *self_pg;
+GC_START static struct self_page *self_pg;
 uint32_t *gc_self_gen_word;
 static int self_mode;
-static int self_making;	/* 0, 1 claimed, then minus the maker's pid */
+GC_START static int self_making;	/* 0, 1 claimed, then minus the maker's pid */
 static pid_t self_pid_slow;	/* SELF_GETPID: the owner's pid */
-static uint32_t self_gen;	/* last generation given out; copied, never wiped */
+GC_START static uint32_t self_gen;	/* last generation given out; copied, never wiped */
 static __thread pid_t gc_tid __attribute__((tls_model("initial-exec")));
 static __thread uint32_t gc_tid_gen __attribute__((tls_model("initial-exec")));
 
@@ -254,7 +255,7 @@ pid_t gc_gettid(void)
 	return gc_tid;
 }
 
-static uint64_t pidns_ino;
+GC_START static uint64_t pidns_ino;
 
 uint64_t gc_sys_pidns(void)
 {
@@ -266,18 +267,22 @@ uint64_t gc_sys_pidns(void)
 	return __atomic_load_n(&pidns_ino, __ATOMIC_RELAXED);
 }
 
-void gc_sys_adopt(void)
+GC_ONCE void gc_sys_adopt(void)
 {
 	struct self_page *p = self_pg;
 
-	__atomic_store_n(&pidns_ino, 0, __ATOMIC_RELAXED);
+	/* written only where set: a process with nothing of ours forks
+	 * without a write to our pages (gc_made) */
+	if (__atomic_load_n(&pidns_ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&pidns_ino, 0, __ATOMIC_RELAXED);
 	/* Nothing made yet: the first question makes it, in this process
 	 * (another thread of the parent may have been making it: not here).
 	 * Otherwise the pid is read now, not when first asked: a child
 	 * sharing our memory (vfork) may be the first to ask. */
 	if (!p) {
 		self_maker = 0;
-		__atomic_store_n(&self_making, 0, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&self_making, __ATOMIC_RELAXED))
+			__atomic_store_n(&self_making, 0, __ATOMIC_RELAXED);
 		return;
 	}
 	p->sp_pid = (int32_t)syscall(SYS_getpid);

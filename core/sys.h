@@ -22,10 +22,11 @@
 #define GC_LARGE /* elsewhere ".lbss" would be data with its zeros in the file */
 #endif
 
-/* What every process runs once, at start-up or at exit, wherever its file
- * sits in the link: built for size and placed with the constructor at the
- * front of the text (.text.unlikely), so that a process that never syncs
- * touches only the first 64 KiB window of the library's code. */
+/* What every process runs at start-up, at fork or at exit, wherever its
+ * file sits in the link: built for size and placed with the constructor at
+ * the front of the text (.text.unlikely), so that a process that never
+ * syncs touches only the first 64 KiB window of the library's code (a fork
+ * child maps the library's text afresh: each window it runs is a fault). */
 #define GC_ONCE __attribute__((cold))
 
 /* What every process reads or writes at start-up and at exit, wherever its
@@ -35,6 +36,31 @@
  * through .bss, the same few variables cost a process that never syncs four
  * page faults, each several microseconds in a virtual machine. */
 #define GC_START __attribute__((section("gc_start")))
+
+/* What this process has made that a fork child must reset: each bit set
+ * before the first thing of its kind is made (so a child that sees the
+ * thing sees the bit), never cleared. The fork handlers read only this
+ * word for what was never made: a process with nothing of ours forks
+ * without a write to any page of ours, where resetting everything cost
+ * each fork about 60 page faults (zeroed counters, locks, device tables). */
+enum {
+	GC_MADE_COUNTS = 1,	/* threads' counter slots (core/stats.c) */
+	GC_MADE_TOTALS = 2,	/* the counters' commit and error tables */
+	GC_MADE_SITES = 4,	/* the call sites' table (core/sites.c) */
+	GC_MADE_DIRTY = 8,	/* the dirty limiter's devices and slots */
+	GC_MADE_DEVSTATS = 16,	/* core/devstats.c's locks */
+	GC_MADE_DOMAINS = 32,	/* journal/journal.c's table of domains */
+};
+extern unsigned int gc_made;
+static inline void gc_made_note(unsigned int bit)
+{
+	if (__builtin_expect(!(__atomic_load_n(&gc_made, __ATOMIC_RELAXED) & bit), 0))
+		__atomic_fetch_or(&gc_made, bit, __ATOMIC_SEQ_CST);
+}
+static inline bool gc_was_made(unsigned int bit)
+{
+	return __atomic_load_n(&gc_made, __ATOMIC_ACQUIRE) & bit;
+}
 
 struct gc_sys {
 	int (*sy_fsync)(int);

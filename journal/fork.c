@@ -22,12 +22,24 @@
 #include "journal/txn.h"
 #include "policy/policy.h"
 
+/* Did prepare take the locks (glibc runs prepare, fork and the parent's or
+ * child's handlers of one fork under its own lock)? */
+GC_START static bool fork_took;
+
 /* Takes gc_domains_lock and the j_lock of every private domain (shared ones
- * are not copied by fork, so they need no quiescing). */
-void gc_journal_atfork_prepare(void)
+ * are not copied by fork, so they need no quiescing); nothing, and no
+ * write, in a process that never began a domain. */
+GC_ONCE void gc_journal_atfork_prepare(void)
 {
+	bool take = gc_was_made(GC_MADE_DOMAINS);
 	int i;
 
+	/* written only when it changes: after a fork the page is the child's
+	 * and the parent's copy-on-write, and a write would copy it */
+	if (fork_took != take)
+		fork_took = take;
+	if (!take)
+		return;
 	/* a signal handler that syncs while we hold these goes direct */
 	gc_depth++;
 	pthread_mutex_lock(&gc_domains_lock);
@@ -37,10 +49,12 @@ void gc_journal_atfork_prepare(void)
 }
 
 /* Drops what prepare took. */
-void gc_journal_atfork_parent(void)
+GC_ONCE void gc_journal_atfork_parent(void)
 {
 	int i;
 
+	if (!fork_took)
+		return;
 	for (i = gc_ndomains - 1; i >= 0; i--)
 		if (!gc_domain_is_segment(gc_domains[i].dr_dom))
 			gc_domain_unlock(gc_domains[i].dr_dom);
@@ -52,10 +66,21 @@ void gc_journal_atfork_parent(void)
  * in flight belong to the parent; keep what was learned about the device.
  * Shared domains: the same memory as the parent's; the child joins as a
  * member of its own on first use. Drops what prepare took. */
-void gc_journal_atfork_child(void)
+GC_ONCE void gc_journal_atfork_child(void)
 {
 	int i;
 
+	if (!fork_took) {
+		/* Another thread began the process's first domain after
+		 * prepare looked: its half-made table and the lock it held
+		 * are forgotten, and the child starts without domains (no
+		 * reference to one outlives a request). */
+		if (gc_was_made(GC_MADE_DOMAINS)) {
+			__atomic_store_n(&gc_ndomains, 0, __ATOMIC_RELEASE);
+			pthread_mutex_init(&gc_domains_lock, NULL);
+		}
+		return;
+	}
 	/* a child of unshare(CLONE_NEWPID) is in another pid namespace: the
 	 * pids in its parent's segments mean nothing there (gc_sys_adopt
 	 * forgot the namespace: it is read again) */

@@ -2407,7 +2407,7 @@ void gc_intent_fdopen(int fd, const char *mode)
 
 /* ---- fork and exit ---- */
 
-void gc_intent_atfork_prepare(void)
+GC_ONCE void gc_intent_atfork_prepare(void)
 {
 	if (!gc_intent_on)
 		return;
@@ -2415,7 +2415,7 @@ void gc_intent_atfork_prepare(void)
 	pthread_mutex_lock(&gi.files_mu);
 }
 
-void gc_intent_atfork_parent(void)
+GC_ONCE void gc_intent_atfork_parent(void)
 {
 	if (!gc_intent_on)
 		return;
@@ -2429,7 +2429,7 @@ void gc_intent_atfork_parent(void)
  * there never ends here, ranges may be half noted, the parent's share of
  * the write counts is not the child's. So every file's next sync is a
  * real call, and the child's share starts from nothing. */
-void gc_intent_atfork_child(void)
+GC_ONCE void gc_intent_atfork_child(void)
 {
 	int i;
 

@@ -32,7 +32,7 @@
 /* Lock order: gc_domains_lock, then a domain's j_lock (journal/txn.h). */
 struct gc_dom_ref gc_domains[GC_MAX_DOMAINS];
 GC_START int gc_ndomains;
-pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
+GC_START pthread_mutex_t gc_domains_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A domain this process may use for @dev, or NULL (then: a direct call).
  * Never blocks on another process for long: the shared lock gives up. */
@@ -59,6 +59,7 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 						    domain_usable(i)))
 			return domain_usable(i);
 
+	gc_made_note(GC_MADE_DOMAINS);
 	pthread_mutex_lock(&gc_domains_lock);
 	n = gc_ndomains;
 	for (i = 0; i < n; i++)

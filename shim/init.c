@@ -62,21 +62,21 @@ static void env_warn(const char *line, void *ctx)
  * the descriptor swap lock are held across fork, so the child starts with
  * consistent tables; the child then owns the state (gc_sys_adopt). Each
  * does nothing, and no system call, while the library has no state. */
-static void atfork_prepare(void)
+GC_ONCE static void atfork_prepare(void)
 {
 	gc_journal_atfork_prepare();
 	gc_intent_atfork_prepare();
 	gc_fd_fork_prepare();
 }
 
-static void atfork_parent(void)
+GC_ONCE static void atfork_parent(void)
 {
 	gc_fd_fork_parent();
 	gc_intent_atfork_parent();
 	gc_journal_atfork_parent();
 }
 
-static void atfork_child(void)
+GC_ONCE static void atfork_child(void)
 {
 	gc_sys_adopt();
 	gc_fd_fork_child();
@@ -86,7 +86,8 @@ static void atfork_child(void)
 	gc_intent_atfork_child();
 	/* Counters are per process: the child reports only its own calls. */
 	gc_stats_reset();
-	memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
+	if (gc_counting)
+		memset(gc_sym_calls, 0, sizeof(gc_sym_calls));
 }
 
 /* pthread_atfork is a stub in libc_nonshared.a that passes this object's

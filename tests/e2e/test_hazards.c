@@ -55,6 +55,18 @@ Test(hazards, fork_with_commits_in_flight)
 	hazard(argv, envs, 3, 20);
 }
 
+/* A process's first sync races its forks (100 fresh processes, 4 forks
+ * each): the fork handlers quiesce no domain in a process that has none,
+ * so a child may copy the first one half made, its lock held by a thread
+ * it does not have; it must start without it, not hang on it. */
+Test(hazards, fork_while_the_first_domain_is_made)
+{
+	const char *argv[] = { e2e_prog("firstfork"), e2e_dir(), "100", NULL };
+	const char *const *envs[] = { adaptive, fixed2ms };
+
+	hazard(argv, envs, 2, 60);
+}
+
 /* SIGALRM, 300 us into each loop iteration, writes to a pipe and an O_DSYNC
  * file while two threads loop in fsync, fdatasync and O_DSYNC writes. */
 Test(hazards, write_from_a_signal_handler)

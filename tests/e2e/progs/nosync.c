@@ -19,6 +19,10 @@
  *               in the file beyond those written to it
  *   closefrom   closefrom(3), then DIR/synced again, written and synced
  *               5 times
+ *   forks=N     fork N children one at a time, each ending at once with
+ *               _exit: print "fork_faults child=C parent=P", the page
+ *               faults of the N children together and the parent's own
+ *               over the loop
  *   die         end with SIGKILL (no exit handler, no _exit)
  * Prints "nosync: done" last (before die). Exit 0 when every call did
  * what it should. */
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,6 +193,25 @@ int main(int argc, char **argv)
 					fail("after closefrom");
 				else
 					written++;
+		} else if (!strncmp(argv[i], "forks=", 6)) {
+			long n = atol(argv[i] + 6);
+			struct rusage s0, s1, c0, c1;
+
+			getrusage(RUSAGE_SELF, &s0);
+			getrusage(RUSAGE_CHILDREN, &c0);
+			for (long k = 0; k < n; k++) {
+				pid_t p = fork();
+
+				if (p == 0)
+					_exit(0);
+				if (p < 0 || waitpid(p, NULL, 0) != p)
+					fail("fork");
+			}
+			getrusage(RUSAGE_SELF, &s1);
+			getrusage(RUSAGE_CHILDREN, &c1);
+			printf("fork_faults child=%ld parent=%ld\n",
+			       (c1.ru_minflt + c1.ru_majflt) - (c0.ru_minflt + c0.ru_majflt),
+			       (s1.ru_minflt + s1.ru_majflt) - (s0.ru_minflt + s0.ru_majflt));
 		} else if (!strcmp(argv[i], "die")) {
 			printf("nosync: done\n");
 			fflush(stdout);
