@@ -62,14 +62,18 @@ echo "bench-start: results go to $out"
 row "/bin/true" "$empty" "$lib" -- /bin/true
 row "/bin/true, LIBGC_DISABLE=1" -b LIBGC_DISABLE=1 "$empty" "$lib" -- /bin/true
 row "sh -c 'echo x >/dev/null'" "$empty" "$lib" -- /bin/sh -c 'echo x >/dev/null'
-if command -v python3 >/dev/null; then
-	row "python3 -c pass" "$empty" "$lib" -- python3 -c pass
+# a shell's subshells are forks without exec: the library's fork handlers
+row "sh -c, 20 subshells" "$empty" "$lib" -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do (:); done'
+# the interpreter itself, not a wrapper script that PATH may name
+py=
+command -v python3 >/dev/null && py=$(python3 -c 'import sys; print(sys.executable)')
+if [ -n "$py" ]; then
+	row "python3 -c pass" "$empty" "$lib" -- "$py" -c pass
 fi
 
 # memory: a process that syncs once, bare against libgc, run by run
-if command -v python3 >/dev/null; then
+if [ -n "$py" ]; then
 	dir=${START_DIR:-$(mktemp -d /tmp/bench-start.XXXXXX)}
-	py=$(python3 -c 'import sys; print(sys.executable)')
 	bare=() gc=() own=()
 	for ((i = 0; i < mem_runs; i++)); do
 		b=$("$py" "$root/bench/rss.py" "$dir/f")

@@ -54,13 +54,16 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n);
 
 /* A buffered write of @n > 0 bytes at @off (-1: the file position) went to
  * @fd, which has no conversion entry. */
-static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
+/* The counting half of gc_dirty_wrote: true when the slow path is due. It
+ * needs no configuration, so that a program's small writes (a shell's echo
+ * to a pipe) never set the library up. */
+static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 {
 	struct gc_dirty_slot *s;
 	uint64_t p, t;
 
 	if ((unsigned)fd >= GC_DIRTY_FDS)
-		return;
+		return false;
 	s = &gc_dirty_slots[fd];
 	p = __atomic_add_fetch(&s->s_pending, n, __ATOMIC_RELAXED);
 	if (off >= 0) {
@@ -72,7 +75,12 @@ static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
 			__atomic_store_n(&s->s_hi, (uint64_t)off + n, __ATOMIC_RELAXED);
 	}
 	t = __atomic_load_n(&s->s_thresh, __ATOMIC_RELAXED);
-	if (__builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0))
+	return __builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0);
+}
+
+static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
+{
+	if (gc_dirty_count(fd, off, n))
 		gc_dirty_slow(fd, off, n);
 }
 

@@ -53,9 +53,9 @@ const char *const gc_stats_names[] = {
 /* A thread that ends gives its slot up (its counts stay in it). The key
  * is made once; a key past glibc's first block would make the first count
  * of each thread allocate, so there threads keep their slot for good. */
-static pthread_key_t slot_key;
-static int slot_key_ok;
-static struct gc_once slot_key_once;
+GC_START static pthread_key_t slot_key;
+GC_START static int slot_key_ok;
+GC_START static struct gc_once slot_key_once;
 
 static void slot_release(void *v)
 {
@@ -133,11 +133,15 @@ struct gc_stat_slot *gc_stat_slot_slow(void)
 	}
 	a = __atomic_load_n(&gc_stats_base, __ATOMIC_ACQUIRE);
 	gc_ts_slot = &a->sa_slot[gc_stat_slot_index()];
-	/* the shared slot says so itself; nothing is written to the others
-	 * (a fresh segment's pages stay untouched until counted in) */
+	/* the shared slot says so itself; a private one is written before it
+	 * is read (one page fault, where a read first maps the zero page and
+	 * costs two); nothing is written to a segment's others (a fresh
+	 * segment's pages stay untouched until counted in) */
 	if (gc_ts_slot == &a->sa_slot[GC_STAT_SLOTS])
 		__atomic_store_n(&gc_ts_slot->sl_shared, 1, __ATOMIC_RELAXED);
-	else if (was && a != &gc_stats_priv && was >= gc_stats_priv.sa_slot &&
+	else if (a == &gc_stats_priv)
+		__atomic_store_n(&gc_ts_slot->sl_shared, 0, __ATOMIC_RELAXED);
+	else if (was && was >= gc_stats_priv.sa_slot &&
 		 was < gc_stats_priv.sa_slot + GC_STAT_SLOTS && was - gc_stats_priv.sa_slot ==
 								  gc_ts_slot - a->sa_slot)
 		slot_move(was, gc_ts_slot);

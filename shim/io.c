@@ -67,8 +67,10 @@ static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token
 {
 	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled)) {
 		gc_stat_add(bytes_buffered, (uint64_t)n);
-		if (likely(gc_conf()) && likely(gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF))
-			gc_dirty_wrote(fd, off, (uint64_t)n);
+		/* configured only once the limiter has something to do */
+		if (gc_dirty_count(fd, off, (uint64_t)n) && likely(gc_conf()) &&
+		    gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF)
+			gc_dirty_slow(fd, off, (uint64_t)n);
 	}
 	return n;
 }
