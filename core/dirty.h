@@ -52,8 +52,6 @@ extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
  * positioned write used, -1 for write()/writev(). */
 void gc_dirty_slow(int fd, int64_t off, uint64_t n);
 
-/* A buffered write of @n > 0 bytes at @off (-1: the file position) went to
- * @fd, which has no conversion entry. */
 /* The counting half of gc_dirty_wrote: true when the slow path is due. It
  * needs no configuration, so that a program's small writes (a shell's echo
  * to a pipe) never set the library up. */
@@ -78,6 +76,8 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	return __builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0);
 }
 
+/* A buffered write of @n > 0 bytes at @off (-1: the file position) went to
+ * @fd, which has no conversion entry. */
 static inline void gc_dirty_wrote(int fd, int64_t off, uint64_t n)
 {
 	if (gc_dirty_count(fd, off, n))

@@ -29,12 +29,13 @@
  * child maps the library's text afresh: each window it runs is a fault). */
 #define GC_ONCE __attribute__((cold))
 
-/* What every process reads or writes at start-up and at exit, wherever its
- * file sits in the link: one section of its own (a name without a dot, so
- * no .data or .bss rule takes it), which the linker puts whole after .data,
- * on the last page the loader has already written or the next. Scattered
- * through .bss, the same few variables cost a process that never syncs four
- * page faults, each several microseconds in a virtual machine. */
+/* What every process reads or writes at start-up, at fork and at exit,
+ * wherever its file sits in the link: one section of its own (a name
+ * without a dot, so no .data or .bss rule takes it), which core/start.ld
+ * puts on a page of its own after .data, the last with file data, which the
+ * loader writes anyway. Scattered through .bss, the same few variables cost
+ * a process that never syncs four page faults, each several microseconds
+ * in a virtual machine. */
 #define GC_START __attribute__((section("gc_start")))
 
 /* What this process has made that a fork child must reset: each bit set
