@@ -239,12 +239,8 @@ GC_START static bool fork_took;
 
 GC_ONCE void gc_fd_fork_prepare(void)
 {
-	/* nothing was ever converted: no swap to wait for (and the flag
-	 * written only when it changes, journal/fork.c) */
-	bool take = gc_fd_ever() && gc_fd_swap_lock();
-
-	if (fork_took != take)
-		fork_took = take;
+	/* nothing was ever converted: no swap to wait for */
+	GC_STORE_CHANGED(fork_took, gc_fd_ever() && gc_fd_swap_lock());
 }
 
 GC_ONCE void gc_fd_fork_parent(void)
@@ -252,15 +248,11 @@ GC_ONCE void gc_fd_fork_parent(void)
 	gc_fd_swap_unlock(fork_took);
 }
 
-/* Each written only where set (gc_made). */
 GC_ONCE void gc_fd_fork_child(void)
 {
-	if (__atomic_load_n(&swap_owner, __ATOMIC_RELAXED))
-		__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&spawning, __ATOMIC_RELAXED))
-		__atomic_store_n(&spawning, 0, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&converting, __ATOMIC_RELAXED))
-		__atomic_store_n(&converting, 0, __ATOMIC_SEQ_CST);
+	GC_STORE_CHANGED(swap_owner, 0);
+	GC_STORE_CHANGED(spawning, 0);
+	GC_STORE_CHANGED(converting, 0);
 }
 
 /* dev + 1 per slot (0: free), appended with a CAS, never removed. */

@@ -271,18 +271,14 @@ GC_ONCE void gc_sys_adopt(void)
 {
 	struct self_page *p = self_pg;
 
-	/* written only where set: a process with nothing of ours forks
-	 * without a write to our pages (gc_made) */
-	if (__atomic_load_n(&pidns_ino, __ATOMIC_RELAXED))
-		__atomic_store_n(&pidns_ino, 0, __ATOMIC_RELAXED);
+	GC_STORE_CHANGED(pidns_ino, 0);
 	/* Nothing made yet: the first question makes it, in this process
 	 * (another thread of the parent may have been making it: not here).
 	 * Otherwise the pid is read now, not when first asked: a child
 	 * sharing our memory (vfork) may be the first to ask. */
 	if (!p) {
 		self_maker = 0;
-		if (__atomic_load_n(&self_making, __ATOMIC_RELAXED))
-			__atomic_store_n(&self_making, 0, __ATOMIC_RELAXED);
+		GC_STORE_CHANGED(self_making, 0);
 		return;
 	}
 	p->sp_pid = (int32_t)syscall(SYS_getpid);

@@ -38,6 +38,16 @@
  * in a virtual machine. */
 #define GC_START __attribute__((section("gc_start")))
 
+/* Stores @v in @var (GC_START data) only where it differs: after a fork
+ * every page is copy-on-write in parent and child, and a store of the
+ * value already there would still copy the page. */
+#define GC_STORE_CHANGED(var, v)                                                    \
+	do {                                                                        \
+		__typeof__(var) v_ = (v);                                           \
+		if (__atomic_load_n(&(var), __ATOMIC_RELAXED) != v_)                \
+			__atomic_store_n(&(var), v_, __ATOMIC_SEQ_CST);             \
+	} while (0)
+
 /* What this process has made that a fork child must reset: each bit set
  * before the first thing of its kind is made (so a child that sees the
  * thing sees the bit), never cleared. The fork handlers read only this

@@ -34,10 +34,7 @@ GC_ONCE void gc_journal_atfork_prepare(void)
 	bool take = gc_was_made(GC_MADE_DOMAINS);
 	int i;
 
-	/* written only when it changes: after a fork the page is the child's
-	 * and the parent's copy-on-write, and a write would copy it */
-	if (fork_took != take)
-		fork_took = take;
+	GC_STORE_CHANGED(fork_took, take);
 	if (!take)
 		return;
 	/* a signal handler that syncs while we hold these goes direct */
