@@ -8,6 +8,9 @@
 #   RECIPE_FS=ext4               the slow disks' filesystem (ext4, ext4-fc, xfs,
 #                                btrfs; all.sh takes a list)
 #   RECIPE_SECS=2                seconds per timed run
+#   RECIPE_ROUNDS=1              pairs of a bare and a libgc run a row, in
+#                                alternating order; above 1 the row shows
+#                                medians and the range of the pairs' ratios
 #   RECIPE_EMD=1                 also run under eatmydata (the fsync-off ceiling)
 #   RECIPE_LIB=build/libgc.so    the library to preload
 #   RECIPE_REPORTS=DIR           keep each row's libgc exit reports there
@@ -33,7 +36,9 @@ r_note() {
 	echo "$R_NAME: $*" >&2
 }
 
+R_ROUNDS=${RECIPE_ROUNDS:-1}
 [[ $R_SECS =~ ^[1-9][0-9]*$ ]] || r_die "RECIPE_SECS must be a positive integer, not '$R_SECS'"
+[[ $R_ROUNDS =~ ^[1-9][0-9]*$ ]] || r_die "RECIPE_ROUNDS must be a positive integer, not '$R_ROUNDS'"
 [ -e "$R_LIB" ] || r_die "$R_LIB is missing: run make (make recipes builds it)"
 R_LIB=$(cd "$(dirname "$R_LIB")" && pwd)/$(basename "$R_LIB")
 [ "$(id -u)" -eq 0 ] || r_die "needs root (the slow disk: loop devices, mounts)"
@@ -143,29 +148,42 @@ R_FMT='| %-11s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
 r_header() {
 	echo
 	echo "$R_NAME: bare vs libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))" \
-		"on the slow disk, ${R_SECS} s runs"
+		"on the slow disk, ${R_SECS} s runs$([ "$R_ROUNDS" = 1 ] ||
+			echo ", medians of $R_ROUNDS alternating pairs (ratio: median, lowest-highest pair)")"
 	# shellcheck disable=SC2059
 	printf "$R_FMT" flush workload "bare/s" "libgc/s" ratio "eatmydata" "syncs" "req/sync" "flushes" "check |"
 	# shellcheck disable=SC2059
 	printf "$R_FMT" ----------- ---------------------------------- -------- -------- ------ --------- -------- -------- ------------- "--- |"
 }
 
-# r_row FLUSH LABEL BARE LIBGC EMD REPORTFILE FLUSHES CHECK: one table line.
-# syncs and req/sync are libgc's real syncs and requests per real sync;
-# flushes is what the disk served during the libgc run (bare run in brackets).
+# r_row FLUSH LABEL BARE LIBGC EMD REPORTFILE FLUSHES CHECK [RATIO]: one
+# table line. syncs and req/sync are libgc's real syncs and requests per real
+# sync; flushes is what the disk served during the libgc run (bare run in
+# brackets). RATIO, when given, replaces LIBGC / BARE (r_measure's pairs).
 r_row() {
-	local ratio real req rps
+	local ratio=${9:-} real req rps
 	read -r real req _ < <(r_report_sum "$6")
 	[ -s "$6" ] || real=-
 	if [ -n "${RECIPE_REPORTS:-}" ]; then
 		mkdir -p "$RECIPE_REPORTS"
 		cp "$6" "$RECIPE_REPORTS/$R_NAME-$(r_label "$1")-$(tr -c 'A-Za-z0-9\n' _ <<<"$2" | tr -s _).report"
 	fi
-	ratio=$(awk -v g="$4" -v b="$3" 'BEGIN { if (b > 0 && g != "") printf "%.2fx", g / b; else print "-" }')
+	[ -n "$ratio" ] || ratio=$(r_ratio "$4" "$3")
 	rps=$(awk -v q="$req" -v r="$real" 'BEGIN { if (r > 0) printf "%.1f", q / r; else print "-" }')
 	case $8 in ok*) ;; *) R_STATUS=1 ;; esac
 	# shellcheck disable=SC2059
 	printf "$R_FMT" "$(r_label "$1")" "$2" "${3:--}" "${4:--}" "$ratio" "${5:--}" "$real" "$rps" "$7" "$8 |"
+}
+
+# r_ratio LIBGC BARE: "1.23x", or "-" where either is missing.
+r_ratio() {
+	awk -v g="$1" -v b="$2" 'BEGIN { if (b > 0 && g != "") printf "%.2fx", g / b; else print "-" }'
+}
+
+# r_median NUMBER...: their median, no decimals (nothing for none).
+r_median() {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.0f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # r_rate COUNT SECONDS(float): per second, no decimals.
@@ -181,32 +199,54 @@ r_since() {
 	awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'
 }
 
-r_modes() {
-	echo bare libgc
-	[ "$R_EMD" = 1 ] && echo eatmydata
-	return 0
+# r_measure RUN [ARG...]: "RUN MODE ARG..." (it sets OPS, and CHECK where
+# it checks) in $R_ROUNDS pairs of bare and libgc, the order alternating
+# from pair to pair (bare libgc, libgc bare, ...: the disk's drift falls on
+# both sides), then once under eatmydata. Sets R_OPS and R_FL (per mode: the
+# median ops/s and flushes the disk served), R_CHECK (ok, or the last
+# failure) and R_RATIO (the median of the pairs' libgc / bare; with more
+# than one pair, their range beside it).
+r_measure() {
+	local run=$1 how i f0
+	local -a order ratios=()
+	local -A ops=() fl=() last=()
+	shift
+	declare -gA R_OPS=() R_FL=()
+	R_CHECK=ok
+	for ((i = 0; i < R_ROUNDS; i++)); do
+		order=(bare libgc)
+		((i % 2 == 0)) || order=(libgc bare)
+		[ "$R_EMD" != 1 ] || ((i < R_ROUNDS - 1)) || order+=(eatmydata)
+		for how in "${order[@]}"; do
+			f0=$(r_flushes)
+			OPS='' CHECK=ok
+			"$run" "$how" "$@"
+			fl[$how]+=" $(($(r_flushes) - f0))"
+			ops[$how]+=" $OPS" last[$how]=$OPS
+			[ "$CHECK" = ok ] || R_CHECK="$how: $CHECK"
+		done
+		ratios+=("$(r_ratio "${last[libgc]}" "${last[bare]}")")
+	done
+	for how in "${!ops[@]}"; do
+		# shellcheck disable=SC2086
+		R_OPS[$how]=$(r_median ${ops[$how]}) R_FL[$how]=$(r_median ${fl[$how]})
+	done
+	R_RATIO=$(printf '%s\n' "${ratios[@]}" | tr -d x | grep -E '^[0-9.]+$' | sort -g |
+		awk '{ v[NR] = $1 } END {
+			if (!NR) { print "-"; exit }
+			printf "%.2fx", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			if (NR > 1) printf " (%.2f-%.2f)", v[1], v[NR] }')
 }
 
-# One table row per flush latency: brings the disk up, runs "$2 MODE" for
-# every mode (it sets OPS and CHECK), counts the disk's flushes of each, and
-# prints the row labelled $1.
+# One table row per flush latency: brings the disk up, measures "$2 MODE"
+# (r_measure), and prints the row labelled $1.
 r_rows() {
-	local label=$1 run=$2 us how f0 check
+	local label=$1 run=$2 us
 	for us in $R_FLUSHES; do
 		r_disk_up "$us"
-		declare -A ops=() chk=() fl=()
-		for how in $(r_modes); do
-			f0=$(r_flushes)
-			"$run" "$how"
-			fl[$how]=$(($(r_flushes) - f0))
-			ops[$how]=$OPS chk[$how]=$CHECK
-		done
-		check=ok
-		for how in $(r_modes); do
-			[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
-		done
-		r_row "$us" "$label" "${ops[bare]}" "${ops[libgc]}" "${ops[eatmydata]:-}" \
-			"$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
+		r_measure "$run"
+		r_row "$us" "$label" "${R_OPS[bare]}" "${R_OPS[libgc]}" "${R_OPS[eatmydata]:-}" \
+			"$R_TMP/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$R_CHECK" "$R_RATIO"
 		r_disk_down
 	done
 }

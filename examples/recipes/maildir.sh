@@ -88,25 +88,14 @@ for us in $R_FLUSHES; do
 	r_disk_up "$us"
 	for wl in loop mda; do
 		[ "$wl" = mda ] && [ "$have_maildrop" = 0 ] && continue
-		declare -A ops=() chk=() fl=()
-		for how in $(r_modes); do
-			f0=$(r_flushes)
-			"$wl" "$how"
-			fl[$how]=$(($(r_flushes) - f0))
-			ops[$how]=$OPS chk[$how]=$CHECK
-		done
-		check=ok
-		for how in $(r_modes); do
-			[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
-		done
+		r_measure "$wl"
 		case $wl in
 		loop) what="maildir, $procs procs, fsync file+dir" ;;
 		mda) what="maildrop, $procs loops" ;;
 		esac
-		r_row "$us" "$what" "${ops[bare]}" "${ops[libgc]}" "${ops[eatmydata]:-}" \
-			"$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
+		r_row "$us" "$what" "${R_OPS[bare]}" "${R_OPS[libgc]}" "${R_OPS[eatmydata]:-}" \
+			"$R_TMP/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$R_CHECK" "$R_RATIO"
 	done
 	r_disk_down
 done
-echo "ops/s: messages delivered per second.  maildrop ends by a signal to itself, so its"
-echo "processes write no libgc exit report (syncs '-'); the disk's flushes still show the effect."
+echo "ops/s: messages delivered per second."

@@ -102,25 +102,19 @@ CONF
 		r_die "pgbench -i failed"
 	stop
 	txns_total=0
+	r_measure bench
 	declare -A ops=() fl=()
-	for how in $(r_modes); do
-		f0=$(r_flushes)
-		bench "$how"
-		fl[$how]=$(($(r_flushes) - f0))
-		ops[$how]=$OPS
+	for how in "${!R_OPS[@]}"; do
+		ops[$how]=${R_OPS[$how]} fl[$how]=${R_FL[$how]}
 	done
+	ratio=$R_RATIO
 	cp "$pgtmp/report.libgc" "$R_TMP/report.default"
-	f0=$(r_flushes)
-	bench bare -c commit_delay="$delay" -c commit_siblings="$siblings"
-	d_bare=$OPS d_fl_bare=$(($(r_flushes) - f0))
-	f0=$(r_flushes)
-	bench libgc -c commit_delay="$delay" -c commit_siblings="$siblings"
-	d_gc=$OPS d_fl_gc=$(($(r_flushes) - f0))
+	R_EMD=0 r_measure bench -c commit_delay="$delay" -c commit_siblings="$siblings"
 	chk=$(check)
 	r_row "$us" "pgbench -N -c $clients -j 2, s=$scale" "${ops[bare]}" "${ops[libgc]}" \
-		"${ops[eatmydata]:-}" "$R_TMP/report.default" "${fl[libgc]} (${fl[bare]})" "$chk"
-	r_row "$us" "  with commit_delay=$delay sib=$siblings" "$d_bare" "$d_gc" "" \
-		"$pgtmp/report.libgc" "$d_fl_gc ($d_fl_bare)" "$chk"
+		"${ops[eatmydata]:-}" "$R_TMP/report.default" "${fl[libgc]} (${fl[bare]})" "$chk" "$ratio"
+	r_row "$us" "  with commit_delay=$delay sib=$siblings" "${R_OPS[bare]}" "${R_OPS[libgc]}" "" \
+		"$pgtmp/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$chk" "$R_RATIO"
 	r_disk_down
 done
 echo "ops/s: pgbench tps (without initial connection time), -T $T."

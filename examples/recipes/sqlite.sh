@@ -39,20 +39,10 @@ for us in $R_FLUSHES; do
 	r_disk_up "$us"
 	for wl in "threads wal" "procs wal" "threads delete" "procs delete"; do
 		read -r mode journal <<<"$wl"
-		declare -A ops=() chk=() fl=()
-		for how in $(r_modes); do
-			f0=$(r_flushes)
-			one "$how" "$mode" "$journal"
-			f1=$(r_flushes)
-			ops[$how]=$OPS chk[$how]=$CHECK fl[$how]=$((f1 - f0))
-		done
-		check=ok
-		for how in $(r_modes); do
-			[ "${chk[$how]}" = ok ] || check="$how: ${chk[$how]}"
-		done
+		r_measure one "$mode" "$journal"
 		case $mode in threads) what="$workers threads, a db each" ;; *) what="$workers procs, one db" ;; esac
-		r_row "$us" "$what, ${journal^^}" "${ops[bare]}" "${ops[libgc]}" "${ops[eatmydata]:-}" \
-			"$R_TMP/report.libgc" "${fl[libgc]} (${fl[bare]})" "$check"
+		r_row "$us" "$what, ${journal^^}" "${R_OPS[bare]}" "${R_OPS[libgc]}" "${R_OPS[eatmydata]:-}" \
+			"$R_TMP/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$R_CHECK" "$R_RATIO"
 	done
 	r_disk_down
 done
