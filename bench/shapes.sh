@@ -12,6 +12,10 @@
 #   SHAPES_WORKERS="2 8 16"  SHAPES_FLUSH_US="1000 4000"
 #   SHAPES_PAIRS, SHAPES_SECS, SHAPES_SWEEP   override the mode
 #   SHAPES_LIB=build/libgc.so  the library under test
+#   SHAPES_CONTROL=0         1: each pair also runs bare a second time (the
+#                            control), in rotated order: the table adds the
+#                            bare-against-bare ratio, the instrument's own
+#                            spread in the same cell (half as long again)
 #   SHAPES_OUT=bench/results
 set -euo pipefail
 
@@ -58,6 +62,7 @@ workers=${SHAPES_WORKERS:-2 8 16}
 flushes=${SHAPES_FLUSH_US:-1000 4000}
 lib=${SHAPES_LIB:-$root/build/libgc.so}
 out_dir=${SHAPES_OUT:-$root/bench/results}
+control=${SHAPES_CONTROL:-0}
 
 die() {
 	echo "bench-shapes: $*" >&2
@@ -77,6 +82,7 @@ if [ -n "$ids" ]; then
 	order=($ids)
 fi
 [[ $pairs =~ ^[1-9][0-9]*$ ]] || die "SHAPES_PAIRS must be a positive integer"
+[[ $control =~ ^[01]$ ]] || die "SHAPES_CONTROL must be 0 or 1, not '$control'"
 [[ $secs =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SHAPES_SECS must be a number of seconds"
 for w in $workers $flushes $sweep; do [[ $w =~ ^[0-9]+$ ]] || die "not a number: '$w'"; done
 for f in "$lib" "$shapes"; do [ -e "$f" ] || die "$f is missing: run 'make' first"; done
@@ -113,7 +119,7 @@ tsv=$stem.tsv
 printf 'flush_us\tshape\tworkers\tcondition\tpair\ttxn_per_s\treqs\tdirect\n' >"$tsv"
 
 ncells=$((${#order[@]} * $(wc -w <<<"$workers") * $(wc -w <<<"$flushes")))
-nruns=$((2 * pairs + 1 + $(wc -w <<<"$sweep")))
+nruns=$(((2 + control) * pairs + 1 + $(wc -w <<<"$sweep")))
 log "bench-shapes: $mode: $ncells cells, $nruns runs of ${secs} s each;" \
 	"about $(awk -v c="$ncells" -v r="$nruns" -v s="$secs" 'BEGIN { printf "%d", c * r * (s + 0.35) / 60 + 1 }') min"
 log "bench-shapes: results will go to $stem.{md,tsv,png}"
@@ -130,7 +136,7 @@ run() {
 		a=("${a[@]:1}")
 	fi
 	case $cond in
-	bare) ;;
+	bare | control) ;;
 	default) pre=(env LD_PRELOAD="$lib" LIBGC_REPORT="$work/report") ;;
 	none) pre=(env LD_PRELOAD="$lib" LIBGC_POLICY=none) ;;
 	fixed) pre=(env LD_PRELOAD="$lib" LIBGC_POLICY=fixed LIBGC_WAIT_US="$wait") ;;
@@ -155,9 +161,16 @@ run() {
 cell() {
 	local us=$1 id=$2 n=$3 p w
 	for ((p = 1; p <= pairs; p++)); do
-		local first=bare second=default
-		((p % 2)) || first=default second=bare
-		for c in $first $second; do
+		# bare and the default by turns; with the control, the three
+		# in rotation (bare default control, default control bare, ...)
+		local -a turn=(bare default)
+		((p % 2)) || turn=(default bare)
+		[ "$control" = 0 ] || case $((p % 3)) in
+			1) turn=(bare default control) ;;
+			2) turn=(default control bare) ;;
+			0) turn=(control bare default) ;;
+			esac
+		for c in "${turn[@]}"; do
 			run "$c" - "$p" "$id" "$n"
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$us" "$id" "$n" "$c" "$p" \
 				"${VAL:--}" "${REQ:--}" "${DIRECT:--}" >>"$tsv"
@@ -232,23 +245,33 @@ plot || plotted=no
 	echo "- slow disk: ext4 (128 MiB journal, 1 GiB image) on the FUSE + loop disk; flush latency per table"
 	echo "- $pairs alternating pairs of bare and the default per cell (the same think-time draws in a pair)," \
 		"${secs} s runs; policy=none and LIBGC_POLICY=fixed LIBGC_WAIT_US in {$sweep} once each"
+	[ "$control" = 0 ] || echo "- control: each pair also ran bare a second time, the three in rotation;" \
+		"control ×bare is the median of the pairs' second bare over their first, its lowest pair beside it"
 	echo "- oracle = the best of none and the sweep; default/oracle compares the default's median to it"
 	echo "- total time $((elapsed / 60)) min $((elapsed % 60)) s"
 	echo
 	for us in $flushes; do
 		echo "## Flush $us µs (txn/s)"
 		echo
-		echo "| shape | N | bare | default | ×bare | lowest pair | none | best fixed | oracle | ×oracle | direct % |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		awk -F'\t' -v us="$us" '$1 == us {
+		if [ "$control" = 1 ]; then
+			echo "| shape | N | bare | default | ×bare | lowest pair | control ×bare (lowest) | none | best fixed | oracle | ×oracle | direct % |"
+			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		else
+			echo "| shape | N | bare | default | ×bare | lowest pair | none | best fixed | oracle | ×oracle | direct % |"
+			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		fi
+		awk -F'\t' -v us="$us" -v control="$control" '$1 == us {
 			flag = ($7 < 0.97 || $9 < 0.93 || $11 < 0.9) ? " **!**" : ""
-			printf "| %s | %s | %.0f | %.0f | %.3f | %.3f | %.0f | %.0f (%s) | %.0f | %.3f | %s |%s\n",
-				$2, $3, $4, $5, $7, $9, $10, $12, $13, $14, $11, $15, flag
+			ctl = control ? sprintf(" %.3f (%.3f) |", $16, $17) : ""
+			printf "| %s | %s | %.0f | %.0f | %.3f | %.3f |%s %.0f | %.0f (%s) | %.0f | %.3f | %s |%s\n",
+				$2, $3, $4, $5, $7, $9, ctl, $10, $12, $13, $14, $11, $15, flag
 		}' "$summary"
 		echo
 	done
-	awk -F'\t' '{ n++; if ($7 >= 0.97) a++; if ($9 >= 0.93) b++; if ($11 >= 0.9) c++ }
-		END { printf "Cells: %d; default >= 0.97x bare: %d; lowest pair >= 0.93x: %d; >= 0.9x oracle: %d\n", n, a, b, c }' "$summary"
+	awk -F'\t' -v control="$control" '{ n++; if ($7 >= 0.97) a++; if ($9 >= 0.93) b++; if ($11 >= 0.9) c++
+			if ($16 >= 0.97) d++; if ($17 >= 0.93) e++ }
+		END { printf "Cells: %d; default >= 0.97x bare: %d; lowest pair >= 0.93x: %d; >= 0.9x oracle: %d\n", n, a, b, c
+			if (control) printf "\nThe control, bare against bare: >= 0.97x in %d of %d cells; lowest pair >= 0.93x in %d\n", d, n, e }' "$summary"
 	echo
 	[ "$plotted" = yes ] && echo "![bench-shapes]($(basename "$stem").png)"
 } >"$stem.md"

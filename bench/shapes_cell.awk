@@ -4,6 +4,7 @@
 # one tab-separated row per cell:
 #   us shape N bare default none/bare pairs-median oracle/bare pairs-lowest
 #   none default/oracle best-fixed best-wait oracle direct%
+#   control-pairs-median control-pairs-lowest (0 0 without a control)
 # else, for the cell -v us= id= n=, one progress line.
 function median(s,    a, n, i, j, t) {
 	n = split(s, a, " ")
@@ -19,7 +20,7 @@ NR == 1 { next }
 	k = $1 SUBSEP $2 SUBSEP $3
 	if (!(k in seen)) { seen[k] = 1; cells[++nc] = k }
 	if ($6 == "-") next
-	if ($4 == "bare" || $4 == "default") {
+	if ($4 == "bare" || $4 == "default" || $4 == "control") {
 		v[k, $4] = v[k, $4] " " $6
 		p[k, $5, $4] = $6
 		np[k] = $5 > np[k] ? $5 : np[k]
@@ -45,16 +46,25 @@ END {
 				if (r < lo) lo = r
 			}
 		pm = median(rs)
+		cs = ""; clo = 1e9
+		for (i = 1; i <= np[k]; i++)
+			if ((k, i, "bare") in p && (k, i, "control") in p && p[k, i, "bare"] > 0) {
+				r = p[k, i, "control"] / p[k, i, "bare"]
+				cs = cs " " r
+				if (r < clo) clo = r
+			}
 		o = none[k] + 0
 		if (((k, "fx") in best) && best[k, "fx"] > o) o = best[k, "fx"]
 		if (all)
-			printf "%s\t%s\t%s\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.1f\t%s\t%.1f\t%s\n",
+			printf "%s\t%s\t%s\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.1f\t%s\t%.1f\t%s\t%.3f\t%.3f\n",
 				f[1], f[2], f[3], b, d, b ? none[k] / b : 0, pm, b ? o / b : 0,
 				lo == 1e9 ? 0 : lo, none[k], o ? d / o : 0, best[k, "fx"],
-				best[k, "w"], o, req[k] ? sprintf("%.0f", 100 * dir[k] / req[k]) : "-"
+				best[k, "w"], o, req[k] ? sprintf("%.0f", 100 * dir[k] / req[k]) : "-",
+				median(cs), clo == 1e9 ? 0 : clo
 		else
-			printf "  %s us %s N=%s: bare %.0f default %.0f (pairs %.3f, lowest %.3f) none %.0f best fixed %.0f (%s us) oracle x%.3f -> default/oracle %.3f\n",
-				f[1], f[2], f[3], b, d, pm, lo == 1e9 ? 0 : lo, none[k],
+			printf "  %s us %s N=%s: bare %.0f default %.0f (pairs %.3f, lowest %.3f)%s none %.0f best fixed %.0f (%s us) oracle x%.3f -> default/oracle %.3f\n",
+				f[1], f[2], f[3], b, d, pm, lo == 1e9 ? 0 : lo,
+				cs == "" ? "" : sprintf(" control %.3f", median(cs)), none[k],
 				best[k, "fx"], best[k, "w"], b ? o / b : 0, o ? d / o : 0
 	}
 }
