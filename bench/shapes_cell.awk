@@ -14,6 +14,18 @@ function median(s,    a, n, i, j, t) {
 	if (!n) return 0
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+# The pairs' ratios of @cond to bare in cell @k, space-separated; their
+# lowest in the global lowest (1e9: none).
+function ratios(k, cond,    i, r, rs) {
+	rs = ""; lowest = 1e9
+	for (i = 1; i <= np[k]; i++)
+		if ((k, i, "bare") in p && (k, i, cond) in p && p[k, i, "bare"] > 0) {
+			r = p[k, i, cond] / p[k, i, "bare"]
+			rs = rs " " r
+			if (r < lowest) lowest = r
+		}
+	return rs
+}
 NR == 1 { next }
 !all && ($1 != us || $2 != id || $3 != n) { next }
 {
@@ -38,21 +50,9 @@ END {
 		k = cells[c]
 		split(k, f, SUBSEP)
 		b = median(v[k, "bare"]); d = median(v[k, "default"])
-		rs = ""; lo = 1e9
-		for (i = 1; i <= np[k]; i++)
-			if ((k, i, "bare") in p && (k, i, "default") in p && p[k, i, "bare"] > 0) {
-				r = p[k, i, "default"] / p[k, i, "bare"]
-				rs = rs " " r
-				if (r < lo) lo = r
-			}
+		rs = ratios(k, "default"); lo = lowest
 		pm = median(rs)
-		cs = ""; clo = 1e9
-		for (i = 1; i <= np[k]; i++)
-			if ((k, i, "bare") in p && (k, i, "control") in p && p[k, i, "bare"] > 0) {
-				r = p[k, i, "control"] / p[k, i, "bare"]
-				cs = cs " " r
-				if (r < clo) clo = r
-			}
+		cs = ratios(k, "control"); clo = lowest
 		o = none[k] + 0
 		if (((k, "fx") in best) && best[k, "fx"] > o) o = best[k, "fx"]
 		if (all)
