@@ -253,13 +253,10 @@ plot || plotted=no
 	for us in $flushes; do
 		echo "## Flush $us µs (txn/s)"
 		echo
-		if [ "$control" = 1 ]; then
-			echo "| shape | N | bare | default | ×bare | lowest pair | control ×bare (lowest) | none | best fixed | oracle | ×oracle | direct % |"
-			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		else
-			echo "| shape | N | bare | default | ×bare | lowest pair | none | best fixed | oracle | ×oracle | direct % |"
-			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		fi
+		ctl_h='' ctl_s=''
+		[ "$control" = 0 ] || ctl_h=" control ×bare (lowest) |" ctl_s="---:|"
+		echo "| shape | N | bare | default | ×bare | lowest pair |$ctl_h none | best fixed | oracle | ×oracle | direct % |"
+		echo "|---|---:|---:|---:|---:|---:|$ctl_s---:|---:|---:|---:|---:|"
 		awk -F'\t' -v us="$us" -v control="$control" '$1 == us {
 			flag = ($7 < 0.97 || $9 < 0.93 || $11 < 0.9) ? " **!**" : ""
 			ctl = control ? sprintf(" %.3f (%.3f) |", $16, $17) : ""

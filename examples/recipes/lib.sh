@@ -175,15 +175,25 @@ r_row() {
 	printf "$R_FMT" "$(r_label "$1")" "$2" "${3:--}" "${4:--}" "$ratio" "${5:--}" "$real" "$rps" "$7" "$8 |"
 }
 
-# r_ratio LIBGC BARE: "1.23x", or "-" where either is missing.
+# r_ratio LIBGC BARE [FORMAT]: LIBGC / BARE in FORMAT ("%.2fx": "1.23x"), or
+# "-" where either is missing.
 r_ratio() {
-	awk -v g="$1" -v b="$2" 'BEGIN { if (b > 0 && g != "") printf "%.2fx", g / b; else print "-" }'
+	awk -v g="$1" -v b="$2" -v f="${3:-%.2fx}" 'BEGIN { if (b > 0 && g != "") printf f, g / b; else print "-" }'
 }
 
-# r_median NUMBER...: their median, no decimals (nothing for none).
+# r_median [-r] FORMAT NUMBER...: the median of the numbers in FORMAT; with
+# -r, " (lowest-highest)" after it when there are several. Nothing for no
+# number.
 r_median() {
+	local range=0 fmt
+	[ "$1" != -r ] || { range=1; shift; }
+	fmt=$1
+	shift
 	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR) printf "%.0f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		awk -v f="$fmt" -v range="$range" '{ v[NR] = $1 } END {
+			if (!NR) exit
+			printf f, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			if (range && NR > 1) printf " (%.2f-%.2f)", v[1], v[NR] }'
 }
 
 # r_rate COUNT SECONDS(float): per second, no decimals.
@@ -225,17 +235,14 @@ r_measure() {
 			ops[$how]+=" $OPS" last[$how]=$OPS
 			[ "$CHECK" = ok ] || R_CHECK="$how: $CHECK"
 		done
-		ratios+=("$(r_ratio "${last[libgc]}" "${last[bare]}")")
+		ratios+=("$(r_ratio "${last[libgc]}" "${last[bare]}" %.6f)")
 	done
 	for how in "${!ops[@]}"; do
 		# shellcheck disable=SC2086
-		R_OPS[$how]=$(r_median ${ops[$how]}) R_FL[$how]=$(r_median ${fl[$how]})
+		R_OPS[$how]=$(r_median %.0f ${ops[$how]}) R_FL[$how]=$(r_median %.0f ${fl[$how]})
 	done
-	R_RATIO=$(printf '%s\n' "${ratios[@]}" | tr -d x | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END {
-			if (!NR) { print "-"; exit }
-			printf "%.2fx", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			if (NR > 1) printf " (%.2f-%.2f)", v[1], v[NR] }')
+	R_RATIO=$(r_median -r %.2fx "${ratios[@]}")
+	R_RATIO=${R_RATIO:--}
 }
 
 # One table row per flush latency: brings the disk up, measures "$2 MODE"
