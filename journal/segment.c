@@ -84,18 +84,72 @@ uint64_t gc_pidns(void)
 	return gc_sys_pidns();
 }
 
+/* A name built as snprintf would build it (cut to fit, always ended,
+ * the full length returned), without snprintf: its code is four pages of
+ * libc that a process syncing once would touch for nothing else, a page
+ * fault each. */
+struct name_buf {
+	char *nb_buf;
+	size_t nb_len;	/* the buffer's size */
+	size_t nb_at;	/* the length so far, cut or not */
+};
+
+static void name_char(struct name_buf *b, char c)
+{
+	if (b->nb_at + 1 < b->nb_len)
+		b->nb_buf[b->nb_at] = c;
+	b->nb_at++;
+}
+
+static void name_str(struct name_buf *b, const char *s)
+{
+	for (; *s; s++)
+		name_char(b, *s);
+}
+
+static void name_num(struct name_buf *b, unsigned long long v, unsigned int base)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	while (n)
+		name_char(b, d[--n]);
+}
+
+static int name_end(struct name_buf *b)
+{
+	if (b->nb_len)
+		b->nb_buf[b->nb_at < b->nb_len ? b->nb_at : b->nb_len - 1] = '\0';
+	return (int)b->nb_at;
+}
+
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
+	struct name_buf b = { buf, len, 0 };
 	uint64_t ns = gc_pidns();
 
 	/* The layout's version and size are in the name: builds that cannot
 	 * share a segment never meet in one, and a newer build is not locked
-	 * out by the segment an older one left behind. */
+	 * out by the segment an older one left behind.
+	 * SHM_DIR "/libgc-%u-%llx-p%llu-v%d-%zx" */
 	if (!ns)
 		return -1;
-	return snprintf(buf, len, SHM_DIR "/libgc-%u-%llx-p%llu-v%d-%zx", (unsigned)uid,
-			(unsigned long long)dev, (unsigned long long)ns, GC_DOM_VERSION,
-			sizeof(struct gc_domain));
+	_Static_assert(GC_DOM_VERSION >= 0, "the version is written unsigned");
+	name_str(&b, SHM_DIR "/libgc-");
+	name_num(&b, (unsigned)uid, 10);
+	name_char(&b, '-');
+	name_num(&b, dev, 16);
+	name_str(&b, "-p");
+	name_num(&b, ns, 10);
+	name_str(&b, "-v");
+	name_num(&b, GC_DOM_VERSION, 10);
+	name_char(&b, '-');
+	name_num(&b, sizeof(struct gc_domain), 16);
+	return name_end(&b);
 }
 
 /* ---- a segment truncated under us ------------------------------------ */
@@ -174,6 +228,7 @@ bool gc_domain_check(const struct gc_domain *d)
 static struct gc_domain *create(const char *path, uint64_t dev, const char **why)
 {
 	char proc[64];
+	struct name_buf b;
 	struct gc_domain *d;
 	int fd, r;
 
@@ -189,7 +244,10 @@ static struct gc_domain *create(const char *path, uint64_t dev, const char **why
 	}
 	gc_domain_init(d, dev, true);
 	__atomic_store_n(&d->j_magic, GC_DOM_MAGIC, __ATOMIC_RELEASE);
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	b = (struct name_buf){ proc, sizeof(proc), 0 };
+	name_str(&b, "/proc/self/fd/");
+	name_num(&b, (unsigned int)fd, 10);
+	name_end(&b);
 	r = (int)syscall(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 	syscall(SYS_close, fd);
 	if (r < 0) {
