@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/sys.h"
+
 #define GC_GUARDS 64
 #define GONE ((char *)1)
 #define BUSY ((char *)2)
@@ -33,7 +35,7 @@ static void bus_handler(int sig, siginfo_t *si, void *uc)
 		if (!m)
 			break;
 		if (m != GONE && m != BUSY && a >= m && a < m + len) {
-			mmap(m, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+			gc_sys_mmap(m, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
 			     -1, 0);
 			if (gc_guards[i].g_gone)
 				gc_guards[i].g_gone(m);
@@ -59,10 +61,10 @@ void gc_bus_guard(void *addr, size_t len, void (*gone)(void *addr))
 	if (!__atomic_exchange_n(&gc_bus_installed, 1, __ATOMIC_ACQ_REL)) {
 		struct sigaction sa;
 
+		/* the zeroes are the empty mask: no sigemptyset to bind */
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = bus_handler;
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-		sigemptyset(&sa.sa_mask);
 		sigaction(SIGBUS, &sa, &gc_bus_old);
 	}
 	for (i = 0; i < GC_GUARDS; i++) {

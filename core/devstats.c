@@ -512,7 +512,7 @@ static void blk_close(void)
 	if (fd >= 0)
 		gc_own_drop(&g_blk.b_fd);
 	g_blk.b_fd = -1;
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_blk.b_dev && st.st_ino == g_blk.b_ino)
+	if (fd >= 0 && gc_sys_fstat(fd, &st) == 0 && st.st_dev == g_blk.b_dev && st.st_ino == g_blk.b_ino)
 		sys_close(fd);
 	memset(g_blk.b_hint, 0, sizeof(g_blk.b_hint));
 }
@@ -539,7 +539,7 @@ static void blk_recheck(void)
 		return;
 	}
 	if (g_blk.b_fd >= 0 && st.st_dev == g_blk.b_dev && st.st_ino == g_blk.b_ino &&
-	    fstat(g_blk.b_fd, &fst) == 0 && fst.st_dev == g_blk.b_dev &&
+	    gc_sys_fstat(g_blk.b_fd, &fst) == 0 && fst.st_dev == g_blk.b_dev &&
 	    fst.st_ino == g_blk.b_ino)
 		return;
 	blk_close();
@@ -554,7 +554,7 @@ static void blk_recheck(void)
 	fd = gc_sys_fd_up(fd);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &fst) != 0 || !blk_file_ok(&fst)) {
+	if (gc_sys_fstat(fd, &fst) != 0 || !blk_file_ok(&fst)) {
 		sys_close(fd);
 		return;
 	}

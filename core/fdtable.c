@@ -34,7 +34,7 @@ static uint64_t *slot(int fd, int create)
 	c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
-	fresh = mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+	fresh = gc_sys_mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;

@@ -246,7 +246,7 @@ static void prune(uint32_t uid, uint64_t pidns, int32_t self)
 /* Maps the call sites of the open segment file @fd (sized for them). */
 static void *map_sites(int fd)
 {
-	void *m = mmap(NULL, sizeof(struct gc_site_area), PROT_READ | PROT_WRITE, MAP_SHARED,
+	void *m = gc_sys_mmap(NULL, sizeof(struct gc_site_area), PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, (off_t)GC_PS_SITES_OFF);
 
 	if (m == MAP_FAILED)
@@ -292,7 +292,7 @@ void gc_ps_ensure(bool sites)
 		syscall(SYS_unlink, ps_path);
 		goto fail;
 	}
-	m = mmap(NULL, sizeof(struct gc_ps_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = gc_sys_mmap(NULL, sizeof(struct gc_ps_seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m != MAP_FAILED && sites)
 		ps_sites_map = map_sites(fd);
 	raw_close(fd);
@@ -430,7 +430,7 @@ static int seg_open(const char *dir, const char *name, int mode, struct stat *st
 			  mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	if (gc_sys_fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
 	    st->st_size < (off_t)sizeof(struct gc_ps_seg)) {
 		close(fd);
 		return -EPROTO;
@@ -456,7 +456,7 @@ int gc_ps_open(const char *dir, const char *name, struct gc_ps_map *out)
 	if (fd < 0)
 		return fd;
 	len = st.st_size >= (off_t)GC_PS_SIZE_SITES ? GC_PS_SIZE_SITES : sizeof(struct gc_ps_seg);
-	s = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	s = gc_sys_mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	e = errno;
 	close(fd);
 	if (s == MAP_FAILED)
@@ -556,7 +556,7 @@ int gc_ps_ask_sites(const char *dir, const char *name)
 	fd = seg_open(dir, name, O_RDWR, &st, &uid, &pid);
 	if (fd < 0)
 		return fd == -EPERM ? -EPROTO : fd;
-	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	s = gc_sys_mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	e = errno;
 	close(fd);
 	if (s == MAP_FAILED)

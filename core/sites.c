@@ -294,7 +294,7 @@ static bool elf_name(const char *path, uint64_t vaddr, char *out, size_t len)
 		return false;
 	}
 	size = (size_t)st.st_size;
-	m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	m = gc_sys_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	syscall(SYS_close, fd);
 	if (m == MAP_FAILED)
 		return false;

@@ -175,11 +175,11 @@ static struct self_page *page_make(void)
 		return NULL;
 	}
 	__atomic_store_n(&self_making, -(int)me, __ATOMIC_RELEASE);
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = gc_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		p = &self_static;
 		mode = SELF_GETPID;
-	} else if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+	} else if (gc_sys_madvise(p, 4096, MADV_WIPEONFORK) != 0) {
 		mode = SELF_GETPID;
 	}
 	p->sp_pid = me;

@@ -9,7 +9,11 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 /* Large zeroed tables go after all other zeroed data (the x86-64 large
  * bss, which the linker places last): pages of them that a process never
@@ -83,6 +87,40 @@ extern struct gc_sys gc_sys;
 /* >0 while this thread runs library code: nested or signal-handler calls go
  * straight to the real functions. */
 extern __thread int gc_depth;
+
+/*
+ * The library's own calls that are one system call and nothing more, made
+ * raw, with libc's convention (-1 and errno): a libc wrapper is bound at
+ * its first call, about 700 instructions of the loader's each, on the path
+ * of a process that syncs once; and the library's own mmap would go
+ * through its exported wrapper (shim/meta.c) and be counted as the
+ * program's. The same system calls libc makes for them (64-bit struct
+ * stat and statfs, as gc_sys_pidns already assumes).
+ */
+static inline int gc_sys_fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH);
+}
+
+static inline int gc_sys_fstatfs(int fd, struct statfs *sf)
+{
+	return (int)syscall(SYS_fstatfs, fd, sf);
+}
+
+static inline uid_t gc_sys_geteuid(void)
+{
+	return (uid_t)syscall(SYS_geteuid);
+}
+
+static inline void *gc_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static inline int gc_sys_madvise(void *addr, size_t len, int advice)
+{
+	return (int)syscall(SYS_madvise, addr, len, advice);
+}
 
 /* Real calls: 0 or -errno. */
 int gc_sys_sync(int fd, bool datasync);

@@ -54,7 +54,7 @@ int gc_commit_dead_check(int fd, int r)
 	struct stat st;
 	int e = errno;
 
-	if (r == 0 && fstat(fd, &st) < 0 && errno == EIO)
+	if (r == 0 && gc_sys_fstat(fd, &st) < 0 && errno == EIO)
 		r = -EIO;
 	errno = e;
 	return r;
@@ -153,7 +153,7 @@ bool gc_commit_owner_call(struct gc_handle *h, struct gc_islot *s, uint64_t ino)
 	 * meanwhile: then our call covered some other inode, not this one.
 	 * A filesystem that fails fstat with EIO right after the call is
 	 * dead (a shut down xfs): its 0 is not believed (journal/fs.h). */
-	fr = fstat(h->h_fd, &st) < 0 ? -errno : 0;
+	fr = gc_sys_fstat(h->h_fd, &st) < 0 ? -errno : 0;
 	dead = fr == -EIO && r == 0;
 	if (dead)
 		r = -EIO;

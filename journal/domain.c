@@ -35,7 +35,7 @@ void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 	d->j_version = GC_DOM_VERSION;
 	d->j_size = sizeof(*d);
 	d->j_dev = dev;
-	d->j_uid = (uint32_t)geteuid();
+	d->j_uid = (uint32_t)gc_sys_geteuid();
 	d->j_pidns = shared ? gc_pidns() : 0;
 	d->j_shared = shared;
 	d->j_running = d->j_committing = GC_NONE;
@@ -230,7 +230,7 @@ int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline)
 
 struct gc_domain *gc_domain_private(uint64_t dev)
 {
-	struct gc_domain *d = mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
+	struct gc_domain *d = gc_sys_mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (d == MAP_FAILED)

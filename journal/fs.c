@@ -16,6 +16,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "core/sys.h"
+
 static const struct gc_fs gc_fs_table[] = {
 	/* ext2/3/4, with or without fast commits (one f_type): a failed jbd2
 	 * commit aborts the journal, but the commit is counted as done and a
@@ -116,14 +118,14 @@ const struct gc_fs *gc_fs_of(int fd)
 	struct statfs sf;
 	size_t i;
 
-	if (fstatfs(fd, &sf) < 0)
+	if (gc_sys_fstatfs(fd, &sf) < 0)
 		return &gc_fs_other;
 	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++) {
 		struct stat st;
 
 		if (gc_fs_table[i].fs_type != (unsigned long)sf.f_type)
 			continue;
-		if (sf.f_type == 0xEF53 && fstat(fd, &st) == 0 && ext4_fast_commit(fd, st.st_dev))
+		if (sf.f_type == 0xEF53 && gc_sys_fstat(fd, &st) == 0 && ext4_fast_commit(fd, st.st_dev))
 			return &gc_fs_ext4_fc;
 		return &gc_fs_table[i];
 	}

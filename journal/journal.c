@@ -288,7 +288,7 @@ static bool held_rule(uint32_t fs, int fd, int dir)
 		return false;
 	if (dir >= 0)
 		return dir;
-	is_dir = fstat(fd, &st) < 0 || S_ISDIR(st.st_mode);
+	is_dir = gc_sys_fstat(fd, &st) < 0 || S_ISDIR(st.st_mode);
 	errno = e;
 	return is_dir;
 }
@@ -584,7 +584,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	 * name its stopped parent's thread. */
 	if (!gc_self_exact())
 		return d ? direct_noted(d, fd, datasync) : gc_commit_direct(fd, datasync);
-	if (fstat(fd, &st) < 0)
+	if (gc_sys_fstat(fd, &st) < 0)
 		return -errno;
 	/* Files and directories: a directory's fsync commits the entries made
 	 * in it (create, rename), and many processes that fsync one spool

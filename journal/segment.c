@@ -181,7 +181,7 @@ static void map_drop(struct gc_domain *d)
 
 static void *map_fd(int fd)
 {
-	void *p = mmap(NULL, sizeof(struct gc_domain), PROT_READ | PROT_WRITE, MAP_SHARED,
+	void *p = gc_sys_mmap(NULL, sizeof(struct gc_domain), PROT_READ | PROT_WRITE, MAP_SHARED,
 		       fd, 0);
 
 	if (p == MAP_FAILED)
@@ -194,7 +194,7 @@ static bool valid(const struct gc_domain *d, uint64_t dev)
 {
 	return __atomic_load_n(&d->j_magic, __ATOMIC_ACQUIRE) == GC_DOM_MAGIC &&
 	       d->j_version == GC_DOM_VERSION && d->j_size == sizeof(*d) &&
-	       d->j_dev == dev && d->j_uid == (uint32_t)geteuid() && d->j_shared == 1 &&
+	       d->j_dev == dev && d->j_uid == (uint32_t)gc_sys_geteuid() && d->j_shared == 1 &&
 	       d->j_pidns == gc_pidns() && gc_domain_check(d);
 }
 
@@ -273,7 +273,7 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, const cha
 		*why = errno == ENOENT ? NULL : "cannot open the segment (a symlink, or no permission)";
 		return NULL;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	if (gc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != gc_sys_geteuid() ||
 	    (st.st_mode & 077)) {
 		syscall(SYS_close, fd);
 		*why = "segment not a private regular file of this user";
@@ -303,7 +303,7 @@ struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
 	uint64_t bad;
 	int tries;
 
-	if (gc_domain_path(path, sizeof(path), geteuid(), dev) < 0) {
+	if (gc_domain_path(path, sizeof(path), gc_sys_geteuid(), dev) < 0) {
 		*why = "the pid namespace cannot be told (no /proc)";
 		return NULL;
 	}
