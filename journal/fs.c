@@ -74,12 +74,13 @@ static const struct gc_fs gc_fs_ext4_fc = {
 #define EXT4_TUNE_SB_GET(size) _IOC(_IOC_READ, 'f', 45, size)
 #define EXT4_TUNE_SB_COMPAT 64	/* offset of feature_compat */
 #define EXT4_COMPAT_FAST_COMMIT 0x400
-static bool ext4_fast_commit(int fd, dev_t dev)
+static bool ext4_fast_commit(int fd)
 {
 	char link[256], path[320], buf[2048];
 	const char *name;
 	ssize_t n, got = 0;
 	uint32_t compat;
+	struct stat st;
 	size_t size;
 
 	for (size = 232; size >= 228; size -= 4) {
@@ -89,7 +90,10 @@ static bool ext4_fast_commit(int fd, dev_t dev)
 			return compat & EXT4_COMPAT_FAST_COMMIT;
 		}
 	}
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	/* the device only here: where the ioctl answers, no fstat */
+	if (gc_sys_fstat(fd, &st) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
 	n = syscall(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link) - 1);
 	if (n <= 0)
 		return false;
@@ -121,11 +125,9 @@ const struct gc_fs *gc_fs_of(int fd)
 	if (gc_sys_fstatfs(fd, &sf) < 0)
 		return &gc_fs_other;
 	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++) {
-		struct stat st;
-
 		if (gc_fs_table[i].fs_type != (unsigned long)sf.f_type)
 			continue;
-		if (sf.f_type == 0xEF53 && gc_sys_fstat(fd, &st) == 0 && ext4_fast_commit(fd, st.st_dev))
+		if (sf.f_type == 0xEF53 && ext4_fast_commit(fd))
 			return &gc_fs_ext4_fc;
 		return &gc_fs_table[i];
 	}
