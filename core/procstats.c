@@ -24,8 +24,8 @@
 
 enum { PS_OFF, PS_IDLE, PS_MAKING, PS_READY, PS_FAILED };
 GC_START static int ps_state = PS_OFF;
-int gc_ps_idle;			/* ps_state == PS_IDLE, for gc_ps_need */
-uint64_t gc_ps_first_ns;	/* CLOCK_MONOTONIC at the first sync request */
+GC_START int gc_ps_idle;			/* ps_state == PS_IDLE, for gc_ps_need */
+GC_START uint64_t gc_ps_first_ns;	/* CLOCK_MONOTONIC at the first sync request */
 
 static void ps_set(int st)
 {

@@ -51,10 +51,10 @@
 #include "core/procstats.h"
 #include "core/sys.h"
 
-int gc_sites_on;		/* call sites are recorded */
-static int scope_n;		/* LIBGC_SCOPE items */
-static bool scope_bad;		/* LIBGC_SCOPE did not parse: nothing grouped */
-static const struct gc_scope_item *scope;
+GC_START int gc_sites_on;		/* call sites are recorded */
+GC_START static int scope_n;		/* LIBGC_SCOPE items */
+GC_START static bool scope_bad;		/* LIBGC_SCOPE did not parse: nothing grouped */
+GC_START static const struct gc_scope_item *scope;
 static uintptr_t self_lo, self_hi; /* this library's code: frames skipped */
 __thread int gc_unwinding __attribute__((tls_model("initial-exec")));
 

@@ -32,7 +32,7 @@ static struct gc_stat_slot gc_stats_void;
 static struct gc_site_area gc_sites_priv GC_LARGE;
 struct gc_site_area *gc_sites_base = &gc_sites_priv;
 __thread struct gc_req_note gc_req_note __attribute__((tls_model("initial-exec")));
-int gc_sites_timing;
+GC_START int gc_sites_timing;
 
 struct gc_site_area *gc_sites_private(void)
 {

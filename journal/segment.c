@@ -30,7 +30,7 @@
 /* ---- poisoned domains: private to this process ------------------------- */
 
 #define GC_POISON_MAX 64
-static const struct gc_domain *gc_poisoned[GC_POISON_MAX];
+GC_START static const struct gc_domain *gc_poisoned[GC_POISON_MAX];
 
 bool gc_domain_poisoned(const struct gc_domain *d)
 {

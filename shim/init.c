@@ -30,13 +30,13 @@
 #include "shim/shim.h"
 
 GC_START int gc_ready;
-int gc_configured;
+GC_START int gc_configured;
 GC_START int gc_disabled;
 GC_START int gc_counting;
 uint64_t gc_sym_calls[GC_SYM_COUNT];
 static __thread int gc_initialising __attribute__((tls_model("initial-exec")));
 GC_START static int gc_init_state;	/* 0, 1 running, 2 done */
-static struct gc_once gc_conf_once;
+GC_START static struct gc_once gc_conf_once;
 struct gc_config gc_cfg = { .c_log = GC_LOG_WARN };
 
 #ifndef GC_VERSION

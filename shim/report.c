@@ -33,7 +33,7 @@ GC_START static int rep_fd = -1;		/* our duplicate of stderr */
 static dev_t rep_dev;		/* ... and what it was, to know it is still ours */
 static ino_t rep_ino;
 static int rep_done;
-int gc_report_armed;
+GC_START int gc_report_armed;
 
 static int raw_fcntl(int fd, int cmd, long arg)
 {
