@@ -23,29 +23,48 @@
  * then CHUNK_SIZE device numbers, a hint of the filesystem each fd last
  * synced on. */
 static uint64_t *chunks[NCHUNKS] GC_LARGE;
+/* The first chunk's pointer (descriptors below CHUNK_SIZE: every process's)
+ * is on the start page (GC_START), chunks[0] unused: the first request
+ * read chunks[0] before anything else of its page, which mapped the zero
+ * page, and the chunk's store then cost a second fault there. */
+GC_START static uint64_t *chunk0;
 static uint32_t generation;
 
-static uint64_t *slot(int fd, int create)
+static inline uint64_t **chunk_ref(unsigned int fd)
+{
+	return fd < CHUNK_SIZE ? &chunk0 : &chunks[fd >> CHUNK_BITS];
+}
+
+/* @made (may be NULL): set when this call mapped the chunk, whose pages
+ * nobody has touched yet. */
+static uint64_t *slot_made(int fd, int create, bool *made)
 {
 	uint64_t *c, *fresh;
 
 	if (fd < 0 || fd >= GC_FD_MAX)
 		return NULL;
-	c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+	c = __atomic_load_n(chunk_ref((unsigned int)fd), __ATOMIC_ACQUIRE);
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
 	fresh = gc_sys_mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
-	if (!__atomic_compare_exchange_n(&chunks[fd >> CHUNK_BITS], &c, fresh, 0,
+	if (!__atomic_compare_exchange_n(chunk_ref((unsigned int)fd), &c, fresh, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		munmap(fresh, 3 * CHUNK_SIZE * sizeof(uint64_t));
 		/* c now holds the winner's chunk */
 	} else {
 		c = fresh;
+		if (made)
+			*made = true;
 	}
 	return &c[fd & (CHUNK_SIZE - 1)];
+}
+
+static uint64_t *slot(int fd, int create)
+{
+	return slot_made(fd, create, NULL);
 }
 
 int gc_fd_get(int fd)
@@ -88,9 +107,13 @@ void gc_fd_bind(int fd, uint64_t ino)
 
 void gc_fd_hint_dev(int fd, uint64_t dev)
 {
-	uint64_t *s = slot(fd, 1);
+	bool made = false;
+	uint64_t *s = slot_made(fd, 1, &made);
 
-	if (s && __atomic_load_n(s + 2 * CHUNK_SIZE, __ATOMIC_RELAXED) != dev)
+	/* compared first so that an unchanged hint leaves a page shared
+	 * with a fork's other side alone; in a chunk just mapped, the read
+	 * would only map the zero page and the store fault again */
+	if (s && (made || __atomic_load_n(s + 2 * CHUNK_SIZE, __ATOMIC_RELAXED) != dev))
 		__atomic_store_n(s + 2 * CHUNK_SIZE, dev, __ATOMIC_RELAXED);
 }
 
@@ -148,7 +171,7 @@ void gc_fd_clear_range(unsigned lo, unsigned hi)
 	if (hi >= GC_FD_MAX)
 		hi = GC_FD_MAX - 1;
 	for (fd = lo; fd <= hi; fd++) {
-		uint64_t *c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+		uint64_t *c = __atomic_load_n(chunk_ref(fd), __ATOMIC_ACQUIRE);
 
 		if (!c) {
 			fd |= CHUNK_SIZE - 1; /* skip the whole unmapped chunk */
@@ -168,7 +191,7 @@ int gc_fd_next(int from)
 	int fd;
 
 	for (fd = from < 0 ? 0 : from; fd < GC_FD_MAX; fd++) {
-		uint64_t *c = __atomic_load_n(&chunks[fd >> CHUNK_BITS], __ATOMIC_ACQUIRE);
+		uint64_t *c = __atomic_load_n(chunk_ref((unsigned int)fd), __ATOMIC_ACQUIRE);
 
 		if (!c) {
 			fd |= CHUNK_SIZE - 1;
