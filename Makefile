@@ -79,6 +79,12 @@ $(B)/%.o: %.c
 $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 	$(Q)mkdir -p $(@D) && sh shim/mkmap.sh $< > $@
 
+# The names' hashes for the start-up lookup, made once here (shim/real.c).
+$(B)/shim/symhash.h: shim/syms.def shim/mkhash.sh
+	$(Q)mkdir -p $(@D) && sh shim/mkhash.sh $< > $@
+$(B)/shim/real.o: $(B)/shim/symhash.h
+$(B)/shim/real.o: CPPFLAGS += -I$(B)
+
 # core/start.ld: the data every process touches at start-up and exit on one
 # page. -fini names no function, so there is no DT_FINI: glibc's _fini is
 # empty, and calling it at exit cost a page fault at the end of the text.

@@ -182,7 +182,7 @@ static int lookup(const struct next_obj *o, const char *name, uint32_t h, void *
 	return ABSENT;
 }
 
-void gc_next_many(const char *const *names, void **out, int n)
+void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n)
 {
 	struct next_walk w = { .nw_self = (uintptr_t)&self_marker };
 	int i, j;
@@ -193,7 +193,7 @@ void gc_next_many(const char *const *names, void **out, int n)
 		dl_iterate_phdr(walk_one, &w);
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t h = gnu_hash(names[i]);
+		uint32_t h = hashes ? hashes[i] : gnu_hash(names[i]);
 		int r = ABSENT;
 
 		out[i] = NULL;
@@ -202,4 +202,9 @@ void gc_next_many(const char *const *names, void **out, int n)
 		if (r != FOUND)
 			out[i] = dlsym(RTLD_NEXT, names[i]);
 	}
+}
+
+void gc_next_many(const char *const *names, void **out, int n)
+{
+	gc_next_many_hashed(names, NULL, out, n);
 }

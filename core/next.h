@@ -3,7 +3,10 @@
  * order, as dlsym(RTLD_NEXT) gives them, found in one pass (core/next.c). */
 #ifndef GC_NEXT_H
 #define GC_NEXT_H
+#include <stdint.h>
 
 /* out[i] = dlsym(RTLD_NEXT, names[i]) for each of the @n names. */
 void gc_next_many(const char *const *names, void **out, int n);
+/* The same, with each name's GNU hash given (built in, shim/mkhash.sh). */
+void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n);
 #endif

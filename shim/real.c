@@ -10,6 +10,7 @@
 
 #include "core/next.h"
 #include "core/sys.h"
+#include "shim/symhash.h"
 
 GC_START struct gc_real gc_real;
 
@@ -20,10 +21,13 @@ void gc_real_resolve(void)
 #include "shim/syms.def"
 #undef SYM
 	};
+	static const uint32_t hashes[] = { GC_SYM_HASHES };
 	void *p[sizeof(names) / sizeof(names[0])];
 	int i = 0;
 
-	gc_next_many(names, p, (int)(sizeof(names) / sizeof(names[0])));
+	_Static_assert(sizeof(hashes) / sizeof(hashes[0]) == sizeof(names) / sizeof(names[0]),
+		       "a hash for every name of shim/syms.def");
+	gc_next_many_hashed(names, hashes, p, (int)(sizeof(names) / sizeof(names[0])));
 #define SYM(ret, name, params)                                                      \
 	__atomic_store_n(&gc_real.name, (ret(*) params)p[i++], __ATOMIC_RELEASE);
 #include "shim/syms.def"
