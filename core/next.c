@@ -182,13 +182,28 @@ static int lookup(const struct next_obj *o, const char *name, uint32_t h, void *
 	return ABSENT;
 }
 
+/* Is either of the loader's settings that change what dlsym returns in
+ * the environment? getenv's answer for both in one pass, and no lazy
+ * binding of getenv at start-up. */
+extern char **environ;
+
+static bool loader_settings(void)
+{
+	char **e;
+
+	for (e = environ; e && *e; e++)
+		if ((*e)[0] == 'L' && (*e)[1] == 'D' && (*e)[2] == '_' &&
+		    (!strncmp(*e + 3, "AUDIT=", 6) || !strncmp(*e + 3, "DYNAMIC_WEAK=", 13)))
+			return true;
+	return false;
+}
+
 void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n)
 {
 	struct next_walk w = { .nw_self = (uintptr_t)&self_marker };
 	int i, j;
 
-	/* the loader's settings that change what dlsym returns */
-	if (!getenv("LD_AUDIT") && !getenv("LD_DYNAMIC_WEAK")) {
+	if (!loader_settings()) {
 		w.nw_vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 		dl_iterate_phdr(walk_one, &w);
 	}
