@@ -18,6 +18,18 @@
 GC_START static const char *gc_envs[GC_ENV_MAX];
 GC_START static int gc_nenv;
 
+/* What follows @prefix in @s, or NULL. By hand: at start-up, where these
+ * are the only string calls, libc's strncmp and strlen would each be bound
+ * lazily at their first call, about 700 instructions of the loader's,
+ * more than all the comparisons take. */
+static const char *after(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return NULL;
+	return s;
+}
+
 void gc_env_save(char *const *envp)
 {
 	int n = 0;
@@ -25,7 +37,7 @@ void gc_env_save(char *const *envp)
 	if (!envp || getauxval(AT_SECURE))
 		return;
 	for (; *envp && n < GC_ENV_MAX; envp++)
-		if (!strncmp(*envp, "LIBGC_", 6))
+		if (after(*envp, "LIBGC_"))
 			gc_envs[n++] = *envp;
 	__atomic_store_n(&gc_nenv, n, __ATOMIC_RELEASE);
 }
@@ -33,11 +45,13 @@ void gc_env_save(char *const *envp)
 const char *gc_env(const char *name)
 {
 	int i, n = __atomic_load_n(&gc_nenv, __ATOMIC_ACQUIRE);
-	size_t len = strlen(name);
 
-	for (i = 0; i < n; i++)
-		if (!strncmp(gc_envs[i], name, len) && gc_envs[i][len] == '=')
-			return gc_envs[i] + len + 1;
+	for (i = 0; i < n; i++) {
+		const char *v = after(gc_envs[i], name);
+
+		if (v && *v == '=')
+			return v + 1;
+	}
 	return NULL;
 }
 

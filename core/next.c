@@ -182,6 +182,16 @@ static int lookup(const struct next_obj *o, const char *name, uint32_t h, void *
 	return ABSENT;
 }
 
+/* Does @s begin with @prefix? By hand: libc's strncmp would be bound
+ * lazily at its first call, about 700 instructions of the loader's. */
+static bool begins(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return false;
+	return true;
+}
+
 /* Is either of the loader's settings that change what dlsym returns in
  * the environment? getenv's answer for both in one pass, and no lazy
  * binding of getenv at start-up. */
@@ -192,8 +202,7 @@ static bool loader_settings(void)
 	char **e;
 
 	for (e = environ; e && *e; e++)
-		if ((*e)[0] == 'L' && (*e)[1] == 'D' && (*e)[2] == '_' &&
-		    (!strncmp(*e + 3, "AUDIT=", 6) || !strncmp(*e + 3, "DYNAMIC_WEAK=", 13)))
+		if (begins(*e, "LD_") && (begins(*e + 3, "AUDIT=") || begins(*e + 3, "DYNAMIC_WEAK=")))
 			return true;
 	return false;
 }
