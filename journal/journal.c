@@ -225,7 +225,9 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
  * claims the refresh (the old verdict holds a little longer for the
  * others meanwhile), samples the policy's inputs (the device, the end of
  * the controller's epoch) and publishes the new verdict. Returns it. */
-static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now)
+/* @exact: the caller has just asked gc_self_exact() in this request, and
+ * was told yes (no second getpid). */
+static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now, bool exact)
 {
 	uint32_t was = gc_fast_kind(w);
 	struct gc_verdict v;
@@ -239,7 +241,7 @@ static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now)
 	}
 	/* not by a child sharing our memory (vfork): the locks these take
 	 * would name its stopped parent's thread */
-	if (gc_self_exact()) {
+	if (exact || gc_self_exact()) {
 		device_refresh(d, now);
 		epoch_end(d, now);
 	}
@@ -484,7 +486,7 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 		/* a refresh keeps the failure count: @w stays the baseline */
 		kind = gc_fast_verdict(w, *t0);
 		if (__builtin_expect(kind == GC_V_ASK, 0))
-			kind = verdict_refresh(d, w, *t0);
+			kind = verdict_refresh(d, w, *t0, false);
 		if (__builtin_expect(kind == GC_V_DIRECT || kind == GC_V_TIMED, 1)) {
 			r = direct_request(d, fs, w, kind, fd, -1, datasync, *t0, t1);
 			/* a failure between the program's call and the word */
@@ -599,7 +601,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	now = gc_now_ns();
 	kind = gc_fast_verdict(w, now);
 	if (kind == GC_V_ASK)
-		kind = verdict_refresh(d, w, now);
+		kind = verdict_refresh(d, w, now, true);
 	if (kind == GC_V_DIRECT || kind == GC_V_TIMED)
 		return held_result(d, fd, begun, S_ISDIR(st.st_mode),
 				   direct_request(d, fs_flags(d), w, kind, fd, S_ISDIR(st.st_mode),
