@@ -26,7 +26,7 @@
  * is in memory a peer may have written. */
 #define is_segment gc_domain_is_segment
 
-void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
+void gc_domain_init_uid(struct gc_domain *d, uint64_t dev, bool shared, uid_t uid)
 {
 	/* @d is zeroed already (a new file, an anonymous mapping): writing
 	 * only what is not zero leaves the pages of unused transactions
@@ -35,11 +35,16 @@ void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
 	d->j_version = GC_DOM_VERSION;
 	d->j_size = sizeof(*d);
 	d->j_dev = dev;
-	d->j_uid = (uint32_t)gc_sys_geteuid();
+	d->j_uid = (uint32_t)uid;
 	d->j_pidns = shared ? gc_pidns() : 0;
 	d->j_shared = shared;
 	d->j_running = d->j_committing = GC_NONE;
 	gc_policy_init(&d->j_policy);
+}
+
+void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared)
+{
+	gc_domain_init_uid(d, dev, shared, gc_sys_geteuid());
 }
 
 void gc_domain_reset_txns(struct gc_domain *d)

@@ -183,6 +183,8 @@ static inline bool gc_fast_failed(uint64_t w0, uint64_t w1)
 
 /* Sets up @d, zeroed memory, for @dev. */
 void gc_domain_init(struct gc_domain *d, uint64_t dev, bool shared);
+/* The same for the user @uid (the effective uid the caller read). */
+void gc_domain_init_uid(struct gc_domain *d, uint64_t dev, bool shared, uid_t uid);
 /* Just after a real sync of @d's filesystem returned @r: notes EIO, EROFS. */
 void gc_domain_note_failure(struct gc_domain *d, int r);
 /* A request of @d that began at @start succeeds only if no real sync of the

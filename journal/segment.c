@@ -190,11 +190,11 @@ static void *map_fd(int fd)
 	return p;
 }
 
-static bool valid(const struct gc_domain *d, uint64_t dev)
+static bool valid(const struct gc_domain *d, uint64_t dev, uid_t uid)
 {
 	return __atomic_load_n(&d->j_magic, __ATOMIC_ACQUIRE) == GC_DOM_MAGIC &&
 	       d->j_version == GC_DOM_VERSION && d->j_size == sizeof(*d) &&
-	       d->j_dev == dev && d->j_uid == (uint32_t)gc_sys_geteuid() && d->j_shared == 1 &&
+	       d->j_dev == dev && d->j_uid == (uint32_t)uid && d->j_shared == 1 &&
 	       d->j_pidns == gc_pidns() && gc_domain_check(d);
 }
 
@@ -225,7 +225,7 @@ bool gc_domain_check(const struct gc_domain *d)
 
 /* A complete segment, linked into place only once it is initialised: a
  * creator that dies half-way leaves nothing behind at the segment's name. */
-static struct gc_domain *create(const char *path, uint64_t dev, const char **why)
+static struct gc_domain *create(const char *path, uint64_t dev, uid_t uid, const char **why)
 {
 	char proc[64];
 	struct name_buf b;
@@ -242,7 +242,7 @@ static struct gc_domain *create(const char *path, uint64_t dev, const char **why
 		*why = "cannot size or map a new segment";
 		return NULL;
 	}
-	gc_domain_init(d, dev, true);
+	gc_domain_init_uid(d, dev, true, uid);
 	__atomic_store_n(&d->j_magic, GC_DOM_MAGIC, __ATOMIC_RELEASE);
 	b = (struct name_buf){ proc, sizeof(proc), 0 };
 	name_str(&b, "/proc/self/fd/");
@@ -260,8 +260,8 @@ static struct gc_domain *create(const char *path, uint64_t dev, const char **why
 
 /* Maps the segment at @path; NULL with *why if it is not a usable one, and
  * *bad_ino set when it exists but is broken (so it may be replaced). */
-static struct gc_domain *open_existing(const char *path, uint64_t dev, const char **why,
-				       uint64_t *bad_ino)
+static struct gc_domain *open_existing(const char *path, uint64_t dev, uid_t uid,
+				       const char **why, uint64_t *bad_ino)
 {
 	struct gc_domain *d;
 	struct stat st;
@@ -273,7 +273,7 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, const cha
 		*why = errno == ENOENT ? NULL : "cannot open the segment (a symlink, or no permission)";
 		return NULL;
 	}
-	if (gc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != gc_sys_geteuid() ||
+	if (gc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
 	    (st.st_mode & 077)) {
 		syscall(SYS_close, fd);
 		*why = "segment not a private regular file of this user";
@@ -286,7 +286,7 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, const cha
 		return NULL;
 	}
 	syscall(SYS_close, fd);
-	if (!valid(d, dev)) {
+	if (!valid(d, dev, uid)) {
 		map_drop(d);
 		*bad_ino = (uint64_t)st.st_ino;
 		*why = "segment failed validation (magic, version, size, device, owner or an index)";
@@ -297,19 +297,22 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, const cha
 
 struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
 {
+	/* one read of the effective uid for the name, the owner checks and
+	 * a new segment's j_uid: one answer for all, and one system call */
+	uid_t uid = gc_sys_geteuid();
 	char path[160];
 	struct gc_domain *d;
 	struct stat st;
 	uint64_t bad;
 	int tries;
 
-	if (gc_domain_path(path, sizeof(path), gc_sys_geteuid(), dev) < 0) {
+	if (gc_domain_path(path, sizeof(path), uid, dev) < 0) {
 		*why = "the pid namespace cannot be told (no /proc)";
 		return NULL;
 	}
 	for (tries = 0; tries < 4; tries++) {
 		*why = NULL;
-		d = open_existing(path, dev, why, &bad);
+		d = open_existing(path, dev, uid, why, &bad);
 		if (d || (*why && !bad))
 			return d;
 		if (bad) {
@@ -321,7 +324,7 @@ struct gc_domain *gc_domain_attach(uint64_t dev, const char **why)
 				syscall(SYS_unlink, path);
 			continue;
 		}
-		d = create(path, dev, why);
+		d = create(path, dev, uid, why);
 		if (d || *why)
 			return d;
 		/* lost the race to another creator: open theirs */
