@@ -35,8 +35,8 @@ static void bus_handler(int sig, siginfo_t *si, void *uc)
 		if (!m)
 			break;
 		if (m != GONE && m != BUSY && a >= m && a < m + len) {
-			gc_sys_mmap(m, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
-			     -1, 0);
+			gc_sys_mmap(m, len, PROT_READ | PROT_WRITE,
+				    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (gc_guards[i].g_gone)
 				gc_guards[i].g_gone(m);
 			errno = e;

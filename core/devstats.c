@@ -512,7 +512,8 @@ static void blk_close(void)
 	if (fd >= 0)
 		gc_own_drop(&g_blk.b_fd);
 	g_blk.b_fd = -1;
-	if (fd >= 0 && gc_sys_fstat(fd, &st) == 0 && st.st_dev == g_blk.b_dev && st.st_ino == g_blk.b_ino)
+	if (fd >= 0 && gc_sys_fstat(fd, &st) == 0 && st.st_dev == g_blk.b_dev &&
+	    st.st_ino == g_blk.b_ino)
 		sys_close(fd);
 	memset(g_blk.b_hint, 0, sizeof(g_blk.b_hint));
 }

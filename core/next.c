@@ -202,7 +202,8 @@ static bool loader_settings(void)
 	char **e;
 
 	for (e = environ; e && *e; e++)
-		if (begins(*e, "LD_") && (begins(*e + 3, "AUDIT=") || begins(*e + 3, "DYNAMIC_WEAK=")))
+		if (begins(*e, "LD_") &&
+		    (begins(*e + 3, "AUDIT=") || begins(*e + 3, "DYNAMIC_WEAK=")))
 			return true;
 	return false;
 }

@@ -246,8 +246,8 @@ static void prune(uint32_t uid, uint64_t pidns, int32_t self)
 /* Maps the call sites of the open segment file @fd (sized for them). */
 static void *map_sites(int fd)
 {
-	void *m = gc_sys_mmap(NULL, sizeof(struct gc_site_area), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, (off_t)GC_PS_SITES_OFF);
+	void *m = gc_sys_mmap(NULL, sizeof(struct gc_site_area), PROT_READ | PROT_WRITE,
+			      MAP_SHARED, fd, (off_t)GC_PS_SITES_OFF);
 
 	if (m == MAP_FAILED)
 		return NULL;

@@ -236,7 +236,7 @@ int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline)
 struct gc_domain *gc_domain_private(uint64_t dev)
 {
 	struct gc_domain *d = gc_sys_mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (d == MAP_FAILED)
 		return NULL;

@@ -181,8 +181,8 @@ static void map_drop(struct gc_domain *d)
 
 static void *map_fd(int fd)
 {
-	void *p = gc_sys_mmap(NULL, sizeof(struct gc_domain), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, 0);
+	void *p = gc_sys_mmap(NULL, sizeof(struct gc_domain), PROT_READ | PROT_WRITE,
+			      MAP_SHARED, fd, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
