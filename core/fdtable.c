@@ -28,6 +28,13 @@ static uint64_t *chunks[NCHUNKS] GC_LARGE;
  * read chunks[0] before anything else of its page, which mapped the zero
  * page, and the chunk's store then cost a second fault there. */
 GC_START static uint64_t *chunk0;
+/* Set before the first entry is made, never cleared: until then every
+ * entry is zero, and a read of one (gc_fd_get, gc_fd_token and
+ * gc_fd_close_begin: each write and close asks) does not touch the
+ * chunk. A process that syncs but opens nothing O_SYNC has a chunk only
+ * for its device hints, and its close read a page of zeroes there, a
+ * page fault. */
+GC_START static int entries_made;
 static uint32_t generation;
 
 static inline uint64_t **chunk_ref(unsigned int fd)
@@ -47,7 +54,7 @@ static uint64_t *slot_made(int fd, int create, bool *made)
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
 	fresh = gc_sys_mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
 	if (!__atomic_compare_exchange_n(chunk_ref((unsigned int)fd), &c, fresh, 0,
@@ -69,7 +76,7 @@ static uint64_t *slot(int fd, int create)
 
 int gc_fd_get(int fd)
 {
-	uint64_t *s = slot(fd, 0);
+	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
 
 	return s ? (int)(uint32_t)__atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
 }
@@ -89,6 +96,8 @@ int gc_fd_set(int fd, int sync_flags)
 	s = slot(fd, 1);
 	if (!s)
 		return -ENOMEM;
+	if (!__atomic_load_n(&entries_made, __ATOMIC_RELAXED))
+		__atomic_store_n(&entries_made, 1, __ATOMIC_SEQ_CST);
 	gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
 	if (!(uint32_t)gen)
 		gen = __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
@@ -143,7 +152,7 @@ void gc_fd_copy(int oldfd, int newfd)
 
 uint64_t gc_fd_close_begin(int fd)
 {
-	uint64_t *s = slot(fd, 0);
+	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
 
 	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
 }
@@ -159,7 +168,7 @@ void gc_fd_close_end(int fd, uint64_t token)
 
 uint64_t gc_fd_token(int fd)
 {
-	uint64_t *s = slot(fd, 0);
+	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
 
 	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
 }
