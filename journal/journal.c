@@ -190,8 +190,9 @@ static void mode_log(const struct gc_domain *d, uint64_t now)
 			 (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
 	else
 		snprintf(why, sizeof(why),
-			 "chosen, from the outcome: probed %llu us a request, held %llu us",
+			 "chosen, from the outcome: probed %llu us a request (%llu us with its first stretch), held %llu us",
 			 (unsigned long long)(ps->ps_oc_last_ns / GC_NSEC_PER_USEC),
+			 (unsigned long long)(ps->ps_oc_cost_ns / GC_NSEC_PER_USEC),
 			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
 	gc_log(GC_LOG_DEBUG, "device %llx: %s calls now (t=%llu ms; %s)",
 	       (unsigned long long)d->j_dev,

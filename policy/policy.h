@@ -86,19 +86,31 @@ struct gc_policy_state {
 	 * 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
 	 * while grouping evidently pays and is not probed);
 	 * then two stretches probe the other mode, and the lower mean
-	 * request latency (the program's call to its answer) in the last
-	 * stretch of each is chosen. */
+	 * request latency (the program's call to its answer), all but the
+	 * first stretch of each, is chosen: outright against the device's
+	 * first choice, beyond twice the standard error against a mode
+	 * that won a comparison. */
 	uint32_t ps_oc_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: this stretch (atomic) */
 	uint32_t ps_oc_probe;		/* this stretch probes ps_oc_mode */
 	uint32_t ps_oc_hold;		/* stretches of the next hold */
 	uint32_t ps_oc_commits;		/* ps_commit_samples when this hold or stretch began */
 	uint64_t ps_oc_start;		/* 0: none yet (atomic) */
 	uint64_t ps_oc_len;		/* (atomic) */
-	uint64_t ps_oc_from;		/* its last stretch, the one measured, begins (atomic) */
+	uint64_t ps_oc_from;		/* its second stretch, where the measure begins (atomic) */
 	uint64_t ps_oc_ref_ns;		/* mean latency of the chosen mode's last hold */
+	uint64_t ps_oc_ref_se2;		/* and its standard error squared, us^2 */
 	uint64_t ps_oc_last_ns;		/* mean latency of the stretch that ended last */
+	uint64_t ps_oc_cost_ns;		/* and of its whole span */
 	uint64_t ps_oc_lat_ns;		/* requests of this stretch: latency summed (atomic) */
 	uint64_t ps_oc_lat_n;		/* and counted (atomic) */
+	uint64_t ps_oc_lat_sq;		/* and their squares summed, in us^2 (atomic) */
+	uint64_t ps_oc_all_ns;		/* requests of the whole span, its first stretch
+					 * too: latency summed (atomic) */
+	uint64_t ps_oc_all_n;		/* and counted (atomic) */
+	uint32_t ps_oc_chosen;		/* the held mode won a comparison (not the
+					 * device's first choice): a probe takes its
+					 * place only beyond the noise */
+	uint32_t ps_oc_pad;
 	uint32_t ps_waited_x256;	/* EWMA (1/8) of transactions that waited for peers (oc_grouping_pays), x256 */
 	uint32_t ps_oc_txns;		/* ps_txns when this hold or stretch began */
 	/* Threads seen making direct calls, sampled without a lock (hashed by

@@ -1616,9 +1616,11 @@ static void oc_commits(struct gc_policy_state *ps, const struct gc_policy_cfg *p
 
 /* How oc_run's grouped transactions close (GC_CLOSE_NONE: it makes none). */
 static enum gc_close_reason oc_why = GC_CLOSE_NONE;
+/* oc_run's requests take @lat_ns this much longer and shorter, by turns */
+static uint64_t oc_spread;
 
 /* Runs the domain until its stretch ends: a request every millisecond
- * taking @lat_ns (the device refreshed as the journal does), grouped a
+ * taking @lat_ns, +- oc_spread (the device refreshed as the journal does), grouped a
  * commit every OC_COMMIT closed for oc_why, then the end of the stretch.
  * Returns epoch_end's answer; *@t is the end. */
 static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t *t,
@@ -1627,8 +1629,10 @@ static bool oc_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 	while (!gc_policy_epoch_due(ps, pc, *t)) {
 		if (gc_policy_device_claim(ps, *t))
 			gc_policy_device(ps, OC_COMMIT, GC_DEV_OBSERVER, *t);
-		if (*t >= lat_ns)
-			gc_policy_latency(ps, *t - lat_ns, *t);
+		uint64_t l = (*t / MS) % 2 ? lat_ns + oc_spread : lat_ns - oc_spread;
+
+		if (*t >= l)
+			gc_policy_latency(ps, *t - l, *t);
 		if (oc_why != GC_CLOSE_NONE && (*t - T0) % OC_COMMIT == 0 &&
 		    gc_policy_verdict(ps, pc, *t).v_kind == GC_V_GROUP)
 			oc_commits(ps, pc, *t, oc_why, 1);
@@ -1649,6 +1653,7 @@ static struct gc_policy_state oc_open(const struct gc_policy_cfg *pc, uint64_t t
 	oc_commits(&ps, pc, t, why, 4 * GC_OC_COMMITS);
 	cr_assert_not(gc_policy_epoch_end(&ps, pc, t), "the first hold is grouped");
 	oc_why = why;
+	oc_spread = 0;
 	return ps;
 }
 
@@ -1817,6 +1822,82 @@ Test(outcome, a_losing_probe_returns_for_a_hold_its_loss_pays_for)
 	cr_expect(gc_policy_epoch_end(&ps, &pc, t));
 	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "the held mode");
 	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN);
+}
+
+/* A probe that answers sooner takes the place of the device's first
+ * choice on its mean alone; of a mode that won a comparison, only by more
+ * than twice the standard error of the difference. Here each request is
+ * 5 ms longer or shorter than the mean, by turns: a stretch's mean is
+ * known to about a millisecond. */
+Test(outcome, a_probe_displaces_a_chosen_mode_only_beyond_the_noise)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	oc_spread = 5 * MS;
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS), "the first hold ends in a probe");
+	cr_expect_eq(ps.ps_oc_chosen, 0, "grouped by the device's word");
+	cr_expect_neq(ps.ps_oc_ref_se2, UINT64_MAX);
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS - MS / 2), "5%% sooner");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "is enough against it");
+	cr_expect_eq(ps.ps_oc_chosen, 1);
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS - MS / 2), "the direct hold ends");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "in a grouped probe");
+	cr_expect(oc_run(&ps, &pc, &t, 9 * MS), "5%% sooner again");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "is noise now: direct holds");
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MIN, "and is compared again soon");
+	cr_expect(oc_run(&ps, &pc, &t, 10 * MS - MS / 2));
+	cr_expect(oc_run(&ps, &pc, &t, 6 * MS), "40%% sooner");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "is beyond it");
+	/* a new verdict of the device starts afresh: its choice again */
+	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t + MS);
+	cr_expect_eq(ps.ps_oc_chosen, 0);
+	gc_policy_init(&ps);
+	ps.ps_oc_chosen = 2;
+	cr_expect_not(gc_policy_check(&ps), "flag out of range");
+}
+
+/* A probe that lost returns for a hold sized by what it cost over both its
+ * stretches: its first, settling into the mode, is not compared, but it
+ * was paid for. */
+Test(outcome, a_lost_probe_is_paid_for_with_its_first_stretch)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, s, from;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	cr_assert(oc_run(&ps, &pc, &t, 10 * MS));
+	cr_assert(oc_run(&ps, &pc, &t, 10 * MS + 100 * US), "direct lost by 1%%");
+	cr_assert_eq(ps.ps_oc_hold, HOLD_MIN);
+	cr_assert(oc_run(&ps, &pc, &t, 10 * MS), "the grouped hold ends in a probe");
+	cr_assert_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED);
+	/* settling, 30 ms a request; compared, 11 ms: a loss of 10% */
+	from = ps.ps_oc_from;
+	for (s = ps.ps_oc_start; s < ps.ps_oc_start + ps.ps_oc_len; s += MS)
+		gc_policy_latency(&ps, s, s + (s < from ? 30 * MS : 11 * MS));
+	t = ps.ps_oc_start + ps.ps_oc_len;
+	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
+	cr_assert(gc_policy_epoch_end(&ps, &pc, t));
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "grouped holds");
+	cr_expect_eq(ps.ps_oc_last_ns, 11 * MS, "compared: the second stretch");
+	cr_expect_eq(ps.ps_oc_cost_ns, (30 + 11) * MS / 2, "paid: both");
+	cr_expect_eq(ps.ps_oc_hold, HOLD_MAX, "a loss of 105%%, not 10%%: %u", ps.ps_oc_hold);
+}
+
+/* A hold of several stretches is measured from its second: the first is
+ * the threads settling into the mode. */
+Test(outcome, a_hold_is_measured_but_its_first_stretch)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+
+	cr_assert(oc_run(&ps, &pc, &t, 10 * MS));
+	cr_assert(oc_run(&ps, &pc, &t, 4 * MS), "direct chosen");
+	cr_assert_eq(ps.ps_oc_len, (uint64_t)HOLD_MAX * OC_STRETCH);
+	cr_expect_eq(ps.ps_oc_from, ps.ps_oc_start + OC_STRETCH);
 }
 
 /* Evidence is transactions gathered, however few a stretch holds (threads
