@@ -241,7 +241,7 @@ plot || plotted=no
 	echo "# bench-shapes — $(date '+%F %H:%M') on $host ($mode)"
 	echo
 	echo "- machine: $(nproc) cores, $(uname -sr); load average at start $load_start, at end $load_end"
-	echo "- library: $lib, built $(date -r "$lib" '+%F %H:%M')"
+	echo "- library: ${lib#"$root"/}, built $(date -r "$lib" '+%F %H:%M')$(git -C "$root" rev-parse --short HEAD 2>/dev/null | sed 's/^/ (tree at /; s/$/)/')"
 	echo "- slow disk: ext4 (128 MiB journal, 1 GiB image) on the FUSE + loop disk; flush latency per table"
 	echo "- $pairs alternating pairs of bare and the default per cell (the same think-time draws in a pair)," \
 		"${secs} s runs; policy=none and LIBGC_POLICY=fixed LIBGC_WAIT_US in {$sweep} once each"
