@@ -18,18 +18,6 @@
 GC_START static const char *gc_envs[GC_ENV_MAX];
 GC_START static int gc_nenv;
 
-/* What follows @prefix in @s, or NULL. By hand: at start-up, where these
- * are the only string calls, libc's strncmp and strlen would each be bound
- * lazily at their first call, about 700 instructions of the loader's,
- * more than all the comparisons take. */
-static const char *after(const char *s, const char *prefix)
-{
-	for (; *prefix; s++, prefix++)
-		if (*s != *prefix)
-			return NULL;
-	return s;
-}
-
 void gc_env_save(char *const *envp)
 {
 	int n = 0;
@@ -37,7 +25,7 @@ void gc_env_save(char *const *envp)
 	if (!envp || getauxval(AT_SECURE))
 		return;
 	for (; *envp && n < GC_ENV_MAX; envp++)
-		if (after(*envp, "LIBGC_"))
+		if (gc_str_after(*envp, "LIBGC_"))
 			gc_envs[n++] = *envp;
 	__atomic_store_n(&gc_nenv, n, __ATOMIC_RELEASE);
 }
@@ -47,7 +35,7 @@ const char *gc_env(const char *name)
 	int i, n = __atomic_load_n(&gc_nenv, __ATOMIC_ACQUIRE);
 
 	for (i = 0; i < n; i++) {
-		const char *v = after(gc_envs[i], name);
+		const char *v = gc_str_after(gc_envs[i], name);
 
 		if (v && *v == '=')
 			return v + 1;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "core/sys.h"
+
 /* The objects searched, in the loader's order: the ones after this object
  * up to libc. At start-up those are objects of the initial set, whose chain
  * order is their search order; anything loaded later (a dlopen from another
@@ -182,16 +184,6 @@ static int lookup(const struct next_obj *o, const char *name, uint32_t h, void *
 	return ABSENT;
 }
 
-/* Does @s begin with @prefix? By hand: libc's strncmp would be bound
- * lazily at its first call, about 700 instructions of the loader's. */
-static bool begins(const char *s, const char *prefix)
-{
-	for (; *prefix; s++, prefix++)
-		if (*s != *prefix)
-			return false;
-	return true;
-}
-
 /* Is either of the loader's settings that change what dlsym returns in
  * the environment? getenv's answer for both in one pass, and no lazy
  * binding of getenv at start-up. */
@@ -202,8 +194,8 @@ static bool loader_settings(void)
 	char **e;
 
 	for (e = environ; e && *e; e++)
-		if (begins(*e, "LD_") &&
-		    (begins(*e + 3, "AUDIT=") || begins(*e + 3, "DYNAMIC_WEAK=")))
+		if (gc_str_after(*e, "LD_") &&
+		    (gc_str_after(*e + 3, "AUDIT=") || gc_str_after(*e + 3, "DYNAMIC_WEAK=")))
 			return true;
 	return false;
 }

@@ -122,6 +122,18 @@ static inline int gc_sys_madvise(void *addr, size_t len, int advice)
 	return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
+/* What follows @prefix in @s, or NULL. By hand: at start-up, where the
+ * library makes no other string call, libc's strncmp and strlen would
+ * each be bound lazily at their first call, about 700 instructions of
+ * the loader's, more than all the comparisons take. */
+static inline const char *gc_str_after(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return NULL;
+	return s;
+}
+
 /* Real calls: 0 or -errno. */
 int gc_sys_sync(int fd, bool datasync);
 int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags);

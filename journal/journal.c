@@ -225,8 +225,8 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 /* The verdict @w (read from j_fast) no longer holds at @now: one request
  * claims the refresh (the old verdict holds a little longer for the
  * others meanwhile), samples the policy's inputs (the device, the end of
- * the controller's epoch) and publishes the new verdict. Returns it. */
-/* @exact: the caller has just asked gc_self_exact() in this request, and
+ * the controller's epoch) and publishes the new verdict. Returns it.
+ * @exact: the caller has just asked gc_self_exact() in this request, and
  * was told yes (no second getpid). */
 static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now, bool exact)
 {
