@@ -117,7 +117,7 @@ static int walk_one(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-static uint32_t gnu_hash(const char *s)
+uint32_t gc_next_hash(const char *s)
 {
 	uint32_t h = 5381;
 
@@ -210,7 +210,7 @@ void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void 
 		dl_iterate_phdr(walk_one, &w);
 	}
 	for (i = 0; i < n; i++) {
-		uint32_t h = hashes ? hashes[i] : gnu_hash(names[i]);
+		uint32_t h = hashes ? hashes[i] : gc_next_hash(names[i]);
 		int r = ABSENT;
 
 		out[i] = NULL;

@@ -48,10 +48,11 @@ $(E2E)/progs/%: tests/e2e/progs/%.c
 	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
 
 # The real-function lookup alone, against dlsym in the same process.
-$(E2E)/progs/nextcheck: tests/e2e/progs/nextcheck.c core/next.c core/next.h shim/syms.def
+$(E2E)/progs/nextcheck: tests/e2e/progs/nextcheck.c core/next.c core/next.h shim/syms.def \
+			 $(B)/shim/symhash.h
 	$(call msg,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(E2E_PCFLAGS) -MMD -MP -MF $@.d -o $@ tests/e2e/progs/nextcheck.c core/next.c
+	$(Q)$(CC) $(E2E_PCFLAGS) -I$(B) -MMD -MP -MF $@.d -o $@ tests/e2e/progs/nextcheck.c core/next.c
 
 # A library whose constructor does synchronous I/O before main (and possibly
 # before the preloaded library's own constructor) runs.

@@ -1,12 +1,25 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The real-function table's lookup (core/next.c) against dlsym(RTLD_NEXT)
  * in this process: every exported name and a few that take the loader's
- * other paths (IFUNCs, several versions, data, absent names). Run under
- * different preload stacks; prints each difference, exits 1 if any. */
+ * other paths (IFUNCs, several versions, data, absent names). Then the
+ * library's own call: the exported names with the hashes made at build
+ * time (shim/mkhash.sh), which must be the loader's (a wrong one would
+ * only send its name to dlsym, unseen). Run under different preload
+ * stacks; prints each difference, exits 1 if any. */
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/next.h"
+#include "shim/symhash.h"
+
+static const char *const syms[] = {
+#define SYM(ret, name, params) #name,
+#include "shim/syms.def"
+#undef SYM
+};
+static const uint32_t hashes[] = { GC_SYM_HASHES };
+#define NS (int)(sizeof(syms) / sizeof(syms[0]))
 
 static const char *const names[] = {
 #define SYM(ret, name, params) #name,
@@ -32,6 +45,20 @@ int main(void)
 			bad++;
 		}
 	}
-	printf("%d names, %d differ\n", N, bad);
+	_Static_assert(sizeof(hashes) / sizeof(hashes[0]) == NS, "a hash a name");
+	for (int i = 0; i < NS; i++)
+		if (hashes[i] != gc_next_hash(syms[i])) {
+			printf("%s: built-in hash %08x, the loader's %08x\n", syms[i], hashes[i],
+			       gc_next_hash(syms[i]));
+			bad++;
+		}
+	gc_next_many_hashed(syms, hashes, got, NS);
+	for (int i = 0; i < NS; i++)
+		if (got[i] != dlsym(RTLD_NEXT, syms[i])) {
+			printf("%s (hashed): %p, dlsym %p\n", syms[i], got[i],
+			       dlsym(RTLD_NEXT, syms[i]));
+			bad++;
+		}
+	printf("%d names, %d with built-in hashes, %d differ\n", N, NS, bad);
 	return bad != 0;
 }
