@@ -31,6 +31,23 @@ enum { SLOT_NEW, SLOT_TRACK, SLOT_SKIP };
 
 struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS] GC_LARGE;
 
+/* A bit per slot that may hold ranges: set as a slot's first range is
+ * added, cleared as its last goes, both under the slot's lock. The idle
+ * sweep visits these slots only; reading all 4096 slots' counts mapped the
+ * table's 1.5 MiB, 384 page faults in every process the limiter saw. */
+static uint64_t busy_map[GC_DIRTY_FDS / 64];
+
+static void busy_set(const struct gc_dirty_slot *s, bool on)
+{
+	size_t i = (size_t)(s - gc_dirty_slots);
+	uint64_t bit = 1ULL << (i % 64);
+
+	if (on)
+		__atomic_fetch_or(&busy_map[i / 64], bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&busy_map[i / 64], ~bit, __ATOMIC_RELAXED);
+}
+
 struct dirty_dev {
 	uint64_t dd_dev1;		/* [atomic] st_dev + 1; 0: free (appended by CAS, never removed) */
 	uint32_t dd_ok;			/* [atomic] 0 not yet known, 1 sync_file_range useful, 2 not */
@@ -197,6 +214,7 @@ static void ring_drop(struct gc_dirty_slot *s)
 				   __ATOMIC_RELAXED);
 	__atomic_store_n(&s->s_n, 0, __ATOMIC_RELAXED); /* read unlocked as a hint by age_idle */
 	s->s_head = 0;
+	busy_set(s, false);
 }
 
 /* Pages of @rg still under writeback, from cachestat(2), which reads
@@ -284,7 +302,8 @@ static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 		dev_unlock(dd);
 	}
 	s->s_head = (s->s_head + 1) % GC_DIRTY_RING;
-	__atomic_sub_fetch(&s->s_n, 1, __ATOMIC_RELAXED);
+	if (!__atomic_sub_fetch(&s->s_n, 1, __ATOMIC_RELAXED))
+		busy_set(s, false);
 }
 
 /* When a range of @len bytes started at @now should be written: after what
@@ -351,18 +370,22 @@ skip:
 
 static void age_idle(int self, uint64_t now)
 {
-	int fd;
+	for (int w = 0; w < GC_DIRTY_FDS / 64; w++) {
+		uint64_t bits = __atomic_load_n(&busy_map[w], __ATOMIC_RELAXED);
 
-	for (fd = 0; fd < GC_DIRTY_FDS; fd++) {
-		struct gc_dirty_slot *s = &gc_dirty_slots[fd];
-		uint32_t last;
+		for (; bits; bits &= bits - 1) {
+			int fd = w * 64 + __builtin_ctzll(bits);
+			struct gc_dirty_slot *s = &gc_dirty_slots[fd];
+			uint32_t last;
 
-		if (fd == self || !__atomic_load_n(&s->s_n, __ATOMIC_RELAXED) || !slot_trylock(s))
-			continue;
-		last = (s->s_head + s->s_n - 1) % GC_DIRTY_RING;
-		if (s->s_n && now - s->s_ring[last].r_start_ns > AGE_NS)
-			ring_drop(s);
-		slot_unlock(s);
+			if (fd == self || !__atomic_load_n(&s->s_n, __ATOMIC_RELAXED) ||
+			    !slot_trylock(s))
+				continue;
+			last = (s->s_head + s->s_n - 1) % GC_DIRTY_RING;
+			if (s->s_n && now - s->s_ring[last].r_start_ns > AGE_NS)
+				ring_drop(s);
+			slot_unlock(s);
+		}
 	}
 }
 
@@ -508,7 +531,8 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 		.r_start_ns = now,
 		.r_due_ns = range_due(dd, end - start, now),
 	};
-	__atomic_add_fetch(&s->s_n, 1, __ATOMIC_RELAXED);
+	if (__atomic_add_fetch(&s->s_n, 1, __ATOMIC_RELAXED) == 1)
+		busy_set(s, true);
 	__atomic_add_fetch(&dd->dd_inflight, (int64_t)(end - start), __ATOMIC_RELAXED);
 	limit = __atomic_load_n(&dd->dd_limit, __ATOMIC_RELAXED);
 	while (s->s_n && __atomic_load_n(&dd->dd_inflight, __ATOMIC_RELAXED) > (int64_t)limit &&
@@ -556,6 +580,7 @@ void gc_dirty_set_cachestat(int state)
 void gc_dirty_reset(void)
 {
 	memset(gc_dirty_slots, 0, sizeof(gc_dirty_slots));
+	memset(busy_map, 0, sizeof(busy_map));
 	memset(devs, 0, sizeof(devs));
 	dirty_gen = 1;
 }
