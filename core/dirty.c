@@ -404,8 +404,7 @@ static void disk_sample(struct dirty_dev *dd, uint64_t st_dev, uint64_t now)
 		busy_ms = w.ws_busy_ms - o->ws_busy_ms;
 		rw_ms = (w.ws_read_ms - o->ws_read_ms) + (w.ws_write_ms - o->ws_write_ms);
 		if (rw_ms)
-			busy_ms = (uint64_t)((unsigned __int128)busy_ms *
-					     (w.ws_write_ms - o->ws_write_ms) / rw_ms);
+			busy_ms = gc_muldiv(busy_ms, w.ws_write_ms - o->ws_write_ms, rw_ms);
 		gc_dirty_busy_sample(&dd->dd_ps, &gc_cfg.c_dirty,
 				     (w.ws_sectors - o->ws_sectors) * 512,
 				     busy_ms * GC_NSEC_PER_MSEC, now);

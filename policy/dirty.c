@@ -55,16 +55,14 @@ void gc_dirty_cfg_defaults(struct gc_dirty_cfg *dc)
 void gc_dirty_recompute(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc)
 {
 	uint64_t bw = ds->ds_bw ? ds->ds_bw : GC_DIRTY_BW_INIT, lim;
-	unsigned __int128 x;
 
 	if (dc->dc_mode == GC_DIRTY_FIXED) {
 		ds->ds_window = dc->dc_window;
 		ds->ds_limit = 2 * dc->dc_window;
 		return;
 	}
-	x = (unsigned __int128)bw * dc->dc_target_ns / GC_NSEC_PER_SEC;
-	x = x * ds->ds_scale / GC_DIRTY_SCALE_ONE;
-	lim = x > GC_DIRTY_LIMIT_MAX ? GC_DIRTY_LIMIT_MAX : (uint64_t)x;
+	lim = gc_muldiv(gc_muldiv(bw, dc->dc_target_ns, GC_NSEC_PER_SEC), ds->ds_scale,
+			GC_DIRTY_SCALE_ONE);
 	lim = clamp_u64(lim, GC_DIRTY_LIMIT_MIN, GC_DIRTY_LIMIT_MAX);
 	ds->ds_limit = lim;
 	ds->ds_window = clamp_u64(lim / 4, GC_DIRTY_WIN_MIN, GC_DIRTY_WIN_MAX);
@@ -88,10 +86,9 @@ static void bw_sample(struct gc_dirty_state *ds, uint64_t x, uint64_t period,
 	if (!ds->ds_bw)
 		ds->ds_bw = x;
 	else
-		ds->ds_bw = (uint64_t)(((unsigned __int128)ds->ds_bw *
-						(GC_DIRTY_SMOOTH_NS - period) +
-					(unsigned __int128)x * period) /
-				       GC_DIRTY_SMOOTH_NS);
+		ds->ds_bw = gc_div128((unsigned __int128)ds->ds_bw * (GC_DIRTY_SMOOTH_NS - period) +
+					      (unsigned __int128)x * period,
+				      GC_DIRTY_SMOOTH_NS);
 	ds->ds_bw_src = src;
 }
 
@@ -126,9 +123,8 @@ void gc_dirty_waited(struct gc_dirty_state *ds, const struct gc_dirty_cfg *dc,
 	 * writer's waits do. */
 	if (ds->ds_period_blocked &&
 	    !(ds->ds_obs_bw_at && end - ds->ds_obs_bw_at < 5 * GC_DIRTY_PERIOD_NS))
-		bw_sample(ds, (uint64_t)((unsigned __int128)ds->ds_period_bytes *
-					 GC_NSEC_PER_SEC / elapsed),
-			  elapsed, GC_DIRTY_SRC_SELF);
+		bw_sample(ds, gc_muldiv(ds->ds_period_bytes, GC_NSEC_PER_SEC, elapsed), elapsed,
+			  GC_DIRTY_SRC_SELF);
 	ds->ds_period_start = 0;
 	gc_dirty_recompute(ds, dc);
 }
@@ -150,8 +146,7 @@ void gc_dirty_busy_sample(struct gc_dirty_state *ds, const struct gc_dirty_cfg *
 	/* the observer, while it speaks, knows the device better */
 	if (ds->ds_obs_bw_at && now - ds->ds_obs_bw_at < 5 * GC_DIRTY_PERIOD_NS)
 		return;
-	bw_sample(ds, (uint64_t)((unsigned __int128)bytes * GC_NSEC_PER_SEC / busy_ns), period,
-		  GC_DIRTY_SRC_DISK);
+	bw_sample(ds, gc_muldiv(bytes, GC_NSEC_PER_SEC, busy_ns), period, GC_DIRTY_SRC_DISK);
 	gc_dirty_recompute(ds, dc);
 }
 
@@ -161,13 +156,12 @@ uint64_t gc_dirty_pace_ns(uint64_t bytes, uint64_t bw)
 		bw = GC_DIRTY_BW_INIT;
 	if (bw < GC_DIRTY_BW_MIN)
 		bw = GC_DIRTY_BW_MIN;
-	return (uint64_t)((unsigned __int128)bytes * GC_NSEC_PER_SEC / bw);
+	return gc_muldiv(bytes, GC_NSEC_PER_SEC, bw);
 }
 
 uint64_t gc_dirty_poll_ns(uint64_t left, uint64_t bw, uint64_t done, uint64_t done_ns)
 {
-	uint64_t t = done && done_ns ? (uint64_t)((unsigned __int128)left * done_ns / done)
-				     : gc_dirty_pace_ns(left, bw);
+	uint64_t t = done && done_ns ? gc_muldiv(left, done_ns, done) : gc_dirty_pace_ns(left, bw);
 
 	return clamp_u64(t / 2, GC_DIRTY_POLL_MIN_NS, GC_DIRTY_POLL_MAX_NS);
 }

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/dirty.h"
 #include "core/stats.h"
 #include "core/sys.h"
@@ -37,6 +38,32 @@ static struct gc_dirty_cfg cfg_ms(uint64_t target_ms)
 	gc_dirty_cfg_defaults(&dc);
 	dc.dc_target_ns = target_ms * MS;
 	return dc;
+}
+
+/* The limiter's rate and time arithmetic (gc_muldiv, one divq on x86-64)
+ * against C's own 128-bit division, where the quotient fits, and saturated
+ * where it does not. */
+Test(dirty, muldiv_as_128_bit_division)
+{
+	uint64_t v[] = { 0, 1, 2, 3, 7, 1000, 4096, 999999937, GC_NSEC_PER_SEC, 1ULL << 32,
+			 (1ULL << 32) + 1, 123456789012345ULL, 1ULL << 63, UINT64_MAX - 1,
+			 UINT64_MAX };
+	size_t n = sizeof(v) / sizeof(v[0]);
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			for (size_t k = 0; k < n; k++) {
+				unsigned __int128 p = (unsigned __int128)v[i] * v[j];
+				uint64_t want;
+
+				if (!v[k] || p / v[k] > UINT64_MAX)
+					want = UINT64_MAX;
+				else
+					want = (uint64_t)(p / v[k]);
+				cr_assert_eq(gc_muldiv(v[i], v[j], v[k]), want,
+					     "%llu * %llu / %llu", (unsigned long long)v[i],
+					     (unsigned long long)v[j], (unsigned long long)v[k]);
+			}
 }
 
 Test(dirty, defaults)
