@@ -22,7 +22,8 @@ CFLAGS  ?= -O2 -g
 CPPFLAGS += -I. -D_GNU_SOURCE
 DEPFLAGS = -MMD -MP
 SAN     ?=
-LIBCFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec
+OBJCOPY ?= objcopy
+LIBCFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -ffunction-sections
 
 # Flags of packages that plain `make` does not need, asked of pkg-config on
 # first use in a recipe (then kept): by then the deps step of the target
@@ -39,18 +40,15 @@ CORE_SRCS  := core/sys.c core/next.c core/busguard.c core/config.c core/fdtable.
 LIB_SRCS   := $(CORE_SRCS) journal/journal.c journal/intent.c \
 	      journal/fork.c core/sites.c shim/real.c shim/init.c shim/report.c \
 	      shim/io.c shim/sync.c shim/open.c shim/exec.c shim/meta.c
-# Link order is text order: what a process runs at start-up and at its
-# first requests first, contiguous; what only some processes reach (group
-# commit, the dirty limiter, the intent log, reports, call sites, exec)
-# after it. The kernel maps a library's pages in aligned 64 KiB windows at
-# a fault, so a process that syncs once keeps only the first windows.
+# After the functions of core/first.list (the object rule below), link
+# order is text order: what only some processes reach (group commit, the
+# dirty limiter, the intent log, reports, call sites, exec) last.
 LIB_LATE   := journal/intent.c shim/report.c core/sites.c journal/txn.c core/dirty.c \
 	      journal/intent_log.c journal/intent_fmt.c shim/exec.c journal/peers.c
 LIB_OBJS   := $(patsubst %.c,$(B)/%.o,$(filter-out $(LIB_LATE),$(LIB_SRCS)) $(LIB_LATE))
 # Code a process runs once (parsing the settings, setting up its stats,
 # the exit report, call sites, exec, the intent log's file) is built for
-# size: a third smaller, so that all a process that syncs once runs fits
-# the first two of those windows.
+# size: a third smaller.
 LIB_ONCE   := core/config.c core/procstats.c shim/report.c core/sites.c shim/exec.c \
 	      journal/intent_log.c
 $(LIB_ONCE:%.c=$(B)/%.o): CFLAGS += -Os
@@ -71,10 +69,20 @@ TEST_SUITES :=
 
 all: $(LIB) bins
 
-$(B)/%.o: %.c
+# Each function in its own section; those that short processes run
+# (core/first.list, made by scripts/textorder.sh) renamed into the linker's
+# .text.sorted.*, which it puts at the front of the text in the list's
+# order, after the start-up, fork and exit code (GC_ONCE): together they
+# fill the first 64 KiB the kernel maps at a fault, where linked file by
+# file they took every window of the library's code.
+$(B)/%.o: %.c $(B)/first.args
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) $(WARN) $(LIBCFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(OBJCOPY) @$(B)/first.args $@
+
+$(B)/first.args: core/first.list
+	$(Q)mkdir -p $(@D) && awk '!/^#/ && NF { n++; printf "--rename-section .text.%s=.text.sorted.%04d.%s\n", $$1, n, $$1 }' $< > $@
 
 $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 	$(Q)mkdir -p $(@D) && sh shim/mkmap.sh $< > $@

@@ -9,6 +9,8 @@
 #   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
 #   deps.sh recipes the real programs of examples/recipes (SQLite, PostgreSQL,
 #                   Redis, git, a mail delivery agent, Berkeley DB tools)
+#   deps.sh layout  what scripts/textorder.sh profiles with: valgrind, and
+#                   the programs it runs
 #   deps.sh deb     what make deb and tests/pkg/deb.sh need: debhelper and
 #                   lintian, and Boehm GC's libgc-dev, to install beside it
 #   deps.sh compat  the test suites `make compat` runs: Python's, and SQLite's
@@ -26,9 +28,10 @@ bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
 recipes) need+=(python3 sqlite3 postgresql-15 postgresql-contrib redis-server redis-tools git
 		maildrop db5.3-util) ;;
 compat) need+=(python3 libpython3.11-testsuite tcl8.6-dev) ;;
+layout) need+=(valgrind python3 sqlite3) ;;
 deb) need+=(debhelper dpkg-dev lintian libgc-dev) ;;
 *)
-	echo "deps: unknown set '$1' (use: demo, bench, recipes, compat, deb, or nothing)" >&2
+	echo "deps: unknown set '$1' (use: demo, bench, recipes, compat, layout, deb, or nothing)" >&2
 	exit 2
 	;;
 esac

@@ -13,6 +13,8 @@
  *               the variables it started with)
  *   fds         print "fds=0,1,2,...": the descriptors open now
  *   maps        print "unwind=0|1": is libunwind mapped
+ *   text        print "libtext=K of T": the KiB of the preloaded libgc.so's
+ *               code that this process has mapped, of its T KiB
  *   closehigh   close 256-319, none of them opened: print "close_ebadf=N"
  *   dup2high    (after sync) dup2 DIR/synced onto 256-263 and fsync 20
  *               times through them: print "dup2_ok=N stray=B", B the bytes
@@ -124,6 +126,32 @@ static void print_maps(void)
 	printf("unwind=%d\n", found);
 }
 
+/* The library's executable mapping: its resident KiB (smaps' Rss: the
+ * pages this process mapped, which the kernel does a window at a time). */
+static void print_text(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[4096];
+	long rss = 0, size = 0, v;
+	int in = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char perm[8], *name;
+
+		if (sscanf(line, "%*x-%*x %7s", perm) == 1 && strchr(line, '-') < strchr(line, ' ')) {
+			name = strrchr(line, '/');
+			in = perm[2] == 'x' && name && !strcmp(name, "/libgc.so\n");
+		} else if (in && sscanf(line, "Size: %ld", &v) == 1) {
+			size += v;
+		} else if (in && sscanf(line, "Rss: %ld", &v) == 1) {
+			rss += v;
+		}
+	}
+	if (f)
+		fclose(f);
+	printf("libtext=%ld of %ld\n", rss, size);
+}
+
 static long written;
 
 int main(int argc, char **argv)
@@ -167,6 +195,8 @@ int main(int argc, char **argv)
 			print_fds();
 		} else if (!strcmp(argv[i], "maps")) {
 			print_maps();
+		} else if (!strcmp(argv[i], "text")) {
+			print_text();
 		} else if (!strcmp(argv[i], "closehigh")) {
 			int n = 0;
 
