@@ -47,7 +47,7 @@ static const struct gc_fs gc_fs_table[] = {
 	 * metadata, so no flush failure is the call's alone. No intent log:
 	 * under it a power cut lost acknowledged records (1 trial in 100,
 	 * then 1 in 3 of that seed), not yet understood. */
-	{ 0x9123683E, "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT },
+	{ 0x9123683E, "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT | GC_FS_SUBVOL },
 	/* f2fs: not examined here; the cautious rule */
 	{ 0xF2F52010, "f2fs", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT },
 	/* tmpfs: nothing to flush, nothing that fails */

@@ -30,6 +30,10 @@ enum {
 	/* the intent log (LIBGC_INTENT) serves files here and may keep its
 	 * log here: its power-cut trials passed on this filesystem */
 	GC_FS_INTENT = 32,
+	/* st_dev is a subvolume's anonymous number: the disk under it is the
+	 * mount's source in /proc/self/mountinfo (gc_devstats_alias). Other
+	 * anonymous numbers (tmpfs, overlayfs, FUSE, NFS) have no disk there */
+	GC_FS_SUBVOL = 64,
 };
 
 struct gc_fs {

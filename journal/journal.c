@@ -80,7 +80,8 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 		bool direct = !(fs->fs_flags & GC_FS_GROUP);
 
 		/* btrfs: st_dev names a subvolume, not the disk under it */
-		gc_devstats_alias(dev, fd);
+		if (fs->fs_flags & GC_FS_SUBVOL)
+			gc_devstats_alias(dev, fd);
 
 		if (!direct && gc_cfg.c_share == GC_SHARE_USER) {
 			d = gc_domain_attach(dev, &why);

@@ -197,6 +197,35 @@ Test(startup, a_first_sync_runs_in_the_first_window)
 	e2e_run_free(&r);
 }
 
+/* A filesystem's first sync asks the mount table for the disk under it
+ * only where its device number is a subvolume's (btrfs). tmpfs, overlayfs,
+ * FUSE, NFS have none to find: reading /proc/self/mountinfo at the first
+ * sync of every process cost each one the kernel's formatting of every
+ * mount (a container's root is overlayfs). */
+Test(startup, no_mount_table_without_a_disk)
+{
+	char dir[64];
+	const char *argv[] = { e2e_prog("nosync"), dir, "sync", NULL };
+	char *text;
+
+	if (!have_strace())
+		cr_skip_test("strace is not installed");
+	snprintf(dir, sizeof(dir), "/dev/shm/gc-test-mounts-%d", (int)getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	text = strace_run("-qq", e2e_libgc(), NULL, argv, "strace.mounts");
+	cr_expect(strstr(text, "\"/dev/shm/gc-test-mounts-") && strstr(text, "fsync("),
+		  "the trace shows no sync in %s", dir);
+	cr_expect(!strstr(text, "mountinfo"), "a sync on tmpfs read the mount table");
+	free(text);
+	for (const char *const *f = (const char *const[]){ "nosync.dat", "synced", NULL }; *f; f++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, *f);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static char *out_line(const char *out, const char *key)
 {
 	const char *p = strstr(out, key);
