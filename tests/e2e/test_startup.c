@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -172,6 +173,30 @@ Test(startup, fork_writes_no_page_of_ours)
 		  gc_p, bp);
 }
 
+/* A copy of the library written 4 KiB at a time, in a folder of its own:
+ * its page cache holds single pages. A file written in large pieces (cp,
+ * a linker, dpkg) may be cached in large folios, and a fault maps a whole
+ * folio, whatever the layout: a copy made by cp kept 112 KiB resident. */
+static const char *libgc_small_pages(void)
+{
+	const char *dir = e2e_path("smallpages"), *to;
+	char buf[4096];
+	int in, out;
+	ssize_t n;
+
+	mkdir(dir, 0700);
+	to = e2e_path("smallpages/libgc.so");
+	in = open(e2e_libgc(), O_RDONLY);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	cr_assert(in >= 0 && out >= 0, "copy %s to %s", e2e_libgc(), to);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(in);
+	close(out);
+	return to;
+}
+
 /* What a process runs at start-up, at its first sync and at the dirty
  * limiter's first look sits together at the front of the library's text
  * (GC_ONCE, then core/first.list): the kernel maps code 64 KiB at a time
@@ -187,7 +212,7 @@ Test(startup, a_first_sync_runs_in_the_first_window)
 	long rss = -1, size = -1;
 	const char *p;
 
-	e2e_run(&r, e2e_libgc(), NULL, 60, argv);
+	e2e_run(&r, libgc_small_pages(), NULL, 60, argv);
 	e2e_expect_ok(&r, "nosync sync stream text");
 	p = strstr(r.out, "libtext=");
 	cr_assert(p && sscanf(p, "libtext=%ld of %ld", &rss, &size) == 2, "no libtext line: %s",
