@@ -82,7 +82,9 @@ $(B)/%.o: %.c $(B)/first.args
 	$(Q)$(OBJCOPY) @$(B)/first.args $@
 
 $(B)/first.args: core/first.list
-	$(Q)mkdir -p $(@D) && awk '!/^#/ && NF { n++; printf "--rename-section .text.%s=.text.sorted.%04d.%s\n", $$1, n, $$1 }' $< > $@
+	$(Q)mkdir -p $(@D) && awk '/^#/ || !NF { next } \
+		$$1 == "late" { printf "--rename-section .text.unlikely.%s=.text.%s\n", $$2, $$2; next } \
+		{ n++; printf "--rename-section .text.%s=.text.sorted.%04d.%s\n", $$1, n, $$1 }' $< > $@
 
 $(B)/libgc.map: shim/syms.def shim/mkmap.sh
 	$(Q)mkdir -p $(@D) && sh shim/mkmap.sh $< > $@
