@@ -74,7 +74,8 @@ all: $(LIB) bins
 # .text.sorted.*, which it puts at the front of the text in the list's
 # order, after the start-up, fork and exit code (GC_ONCE): together they
 # fill the first 64 KiB the kernel maps at a fault, where linked file by
-# file they took every window of the library's code.
+# file they took every window of the library's code. A "late" line moves
+# start-up code that none of them ran (.text.unlikely.X) to the back.
 $(B)/%.o: %.c $(B)/first.args
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)

@@ -74,11 +74,18 @@ static uint64_t *slot(int fd, int create)
 	return slot_made(fd, create, NULL);
 }
 
-int gc_fd_get(int fd)
+/* @fd's entry word (its token; the sync flags in the low half), 0 for
+ * none: read only once an entry was ever made, else no chunk is touched. */
+static uint64_t entry_word(int fd)
 {
 	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
 
-	return s ? (int)(uint32_t)__atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+}
+
+int gc_fd_get(int fd)
+{
+	return (int)(uint32_t)entry_word(fd);
 }
 
 int gc_fd_set(int fd, int sync_flags)
@@ -152,9 +159,7 @@ void gc_fd_copy(int oldfd, int newfd)
 
 uint64_t gc_fd_close_begin(int fd)
 {
-	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
-
-	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+	return entry_word(fd);
 }
 
 void gc_fd_close_end(int fd, uint64_t token)
@@ -168,9 +173,7 @@ void gc_fd_close_end(int fd, uint64_t token)
 
 uint64_t gc_fd_token(int fd)
 {
-	uint64_t *s = __atomic_load_n(&entries_made, __ATOMIC_ACQUIRE) ? slot(fd, 0) : NULL;
-
-	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
+	return entry_word(fd);
 }
 
 void gc_fd_clear_range(unsigned lo, unsigned hi)

@@ -8,7 +8,7 @@
 /* out[i] = dlsym(RTLD_NEXT, names[i]) for each of the @n names. */
 void gc_next_many(const char *const *names, void **out, int n);
 /* The same, with each name's GNU hash given (built in, shim/mkhash.sh). */
+void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n);
 /* The GNU hash of @name, as the loader computes it. */
 uint32_t gc_next_hash(const char *name);
-void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n);
 #endif
