@@ -264,8 +264,9 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 	}
 	if (!live && dead) {
 		/* Only dead processes used it: whatever it holds is stale, the
-		 * controller's verdicts too (they were about another workload);
-		 * what was learned about the device stays. */
+		 * policy's verdicts too (they were about another workload);
+		 * what was learned about the device stays, the library's own
+		 * reading of it too (no other source refreshes that). */
 		struct gc_policy_state ps = d->j_policy;
 
 		gc_domain_reset_txns(d);
@@ -277,6 +278,9 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 		d->j_policy.ps_gran_ns = ps.ps_gran_ns;
 		d->j_policy.ps_gran_samples = ps.ps_gran_samples;
 		d->j_policy.ps_fb_call_ns = ps.ps_fb_call_ns;
+		if (ps.ps_device_src == GC_DEV_SELF)
+			gc_policy_device(&d->j_policy, ps.ps_device_flush_ns, GC_DEV_SELF,
+					 ps.ps_device_at_ns);
 		d->j_reclaims++;
 	}
 	if (free_i < 0)

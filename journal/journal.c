@@ -146,7 +146,7 @@ static struct gc_domain *domain_find(uint64_t dev, uint32_t *fs)
 
 /* What the device says, at most every GC_DEVICE_REFRESH_NS per domain:
  * the observer's flush latency when gcd runs, else /proc/diskstats'.
- * LIBGC_DEVICE=off asks neither: the controller measures for itself. */
+ * LIBGC_DEVICE=off asks neither: the library's own timing alone reads it. */
 static void device_refresh(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
@@ -164,25 +164,25 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 		gc_log(GC_LOG_DEBUG, "device %llx: flush %llu us (from %s): %s",
 		       (unsigned long long)d->j_dev, (unsigned long long)(f / GC_NSEC_PER_USEC),
 		       gc_device_src_name(s),
-		       !f ? "unknown, the controller measures for itself"
+		       !f ? "unknown, direct calls timed"
 			  : f < GC_DEVICE_GROUP_NS ? "direct calls, no probes"
 						   : "grouped from the first commit, no probes");
 }
 
 /* The debug line of a change of mode, with the evidence that decided it:
- * the outcome check's (the device says group), or the controller's. */
-static void mode_log(const struct gc_domain *d, uint64_t now)
+ * the library's own timing (@timed: the device was not known before), or
+ * the outcome check's. */
+static void mode_log(const struct gc_domain *d, uint64_t now, bool timed)
 {
 	const struct gc_policy_state *ps = &d->j_policy;
 	char why[200];
 
 	if (gc_cfg.c_log < GC_LOG_DEBUG)
 		return;
-	if (!gc_policy_device_flush(ps, now))
+	if (timed)
 		snprintf(why, sizeof(why),
-			 "from own timing: shortest direct call %llu us, next epoch %llu ms",
-			 (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC),
-			 (unsigned long long)(ps->ps_fb_epoch_len / GC_NSEC_PER_MSEC));
+			 "from own timing: the shortest direct call of two epochs %llu us, from several threads",
+			 (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC));
 	else if (ps->ps_oc_probe)
 		snprintf(why, sizeof(why),
 			 "a probe, from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us",
@@ -201,20 +201,22 @@ static void mode_log(const struct gc_domain *d, uint64_t now)
 	       (unsigned long long)(now / GC_NSEC_PER_MSEC), why);
 }
 
-/* Ends the controller's epoch when due (with the lock: it may wake the
- * leader). */
+/* Ends own timing's epoch, or the outcome check's stretch, when due (with
+ * the lock: it may wake the leader). */
 static void epoch_end(struct gc_domain *d, uint64_t now)
 {
 	struct gc_policy_state *ps = &d->j_policy;
+	bool timed;
 
 	if (!gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) || !gc_domain_lock(d))
 		return;
+	timed = !gc_policy_device_flush(ps, now);
 	if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {
 		/* a leader waiting for the threads now sent to direct calls
 		 * decides again, and closes at once */
 		if (gc_policy_bypass(ps, &gc_cfg.c_policy, now))
 			gc_domain_wake(d, &d->j_wq_lead);
-		mode_log(d, now);
+		mode_log(d, now, timed);
 	}
 	gc_domain_unlock(d);
 }
@@ -226,7 +228,7 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 /* The verdict @w (read from j_fast) no longer holds at @now: one request
  * claims the refresh (the old verdict holds a little longer for the
  * others meanwhile), samples the policy's inputs (the device, the end of
- * the controller's epoch) and publishes the new verdict. Returns it.
+ * an epoch or a stretch) and publishes the new verdict. Returns it.
  * @exact: the caller has just asked gc_self_exact() in this request, and
  * was told yes (no second getpid). */
 static uint32_t verdict_refresh(struct gc_domain *d, uint64_t w, uint64_t now, bool exact)
@@ -303,8 +305,9 @@ static bool held_rule(uint32_t fs, int fd, int dir)
  * GC_FS_*) counts a failed commit as done for this inode (a directory
  * when @dir, -1: not known; held_rule), the same word again says whether
  * a real sync of it failed meanwhile, which fails this request too
- * (gc_domain_note_failure). *@t1 is when it ended. Timed calls (the
- * controller's epoch) tell the policy what they cost.
+ * (gc_domain_note_failure). *@t1 is when it ended. Timed calls (own
+ * timing's epoch, the outcome check's stretch) tell the policy what they
+ * cost.
  */
 static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t kind, int fd,
 			  int dir, bool datasync, uint64_t t0, uint64_t *t1)

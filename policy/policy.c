@@ -19,21 +19,20 @@
  * over at least this many: the sync threads do not overlap. */
 #define GC_SERIAL_BATCH_X16 24
 #define GC_SERIAL_TXNS 4
-/* Group-or-direct controller (README rules 4-7), while no source knows
- * the device. It decides as rule 0 does, GC_DEVICE_GROUP_NS being the
- * threshold, from the shortest direct call it timed in its last two
- * epochs that timed any: a sync that takes 1 ms or more even when nobody
- * queued before it pays a device flush, which a group shares. The
+/* The library's own timing (docs/policy.md rule 4), while no other source
+ * knows the device: it reads the device as rule 0 does, GC_DEVICE_GROUP_NS
+ * being the threshold, from the shortest direct call it timed in its last
+ * two epochs that timed any. A sync that takes 1 ms or more even when
+ * nobody queued before it pays a device flush, which a group shares. The
  * shortest, not the mean: 16 threads on this VM's disk (41 us flush) made
  * calls of 0.68 ms at p50 and 1.6 ms at p99, while the shortest of a 25 ms
  * window was 0.13-0.6 ms, but in 1 of 121 windows 1.3 ms (two in a row:
  * none seen); on the slow disks no call is shorter than a flush. An epoch
- * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those
- * calls if longer, so that each syncing thread ends a call in it. A
- * grouped verdict holds GC_FB_HOLD_MIN epochs, then one direct epoch (the
- * only probe: grouping is never probed, direct calls are timed while they
- * run) re-times the calls; each verdict for grouping again doubles the
- * hold, up to GC_FB_HOLD_MAX epochs. */
+ * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those calls if longer, so
+ * that each syncing thread ends a call in it. Read slow, the device's
+ * verdict is grouping, and the outcome check holds and probes as where
+ * another source knows the device. The holds of both are GC_FB_HOLD_MIN
+ * to GC_FB_HOLD_MAX stretches. */
 #define GC_FB_EPOCH_NS (25 * GC_NSEC_PER_MSEC)
 #define GC_FB_EPOCH_CALLS 2
 #define GC_FB_HOLD_MIN 8
@@ -86,7 +85,6 @@ void gc_policy_init(struct gc_policy_state *ps)
 	memset(ps, 0, sizeof(*ps));
 	ps->ps_gran_ns = GC_GRAN_DEFAULT_NS;
 	ps->ps_batch_x16 = 32;
-	ps->ps_fb_hold = GC_FB_HOLD_MIN;
 	ps->ps_fb_min_ns = UINT64_MAX;
 	ps->ps_oc_hold = GC_FB_HOLD_MIN;
 }
@@ -112,9 +110,7 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
-	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_fb_mode <= GC_FB_DIRECT &&
-	       ps->ps_fb_hold >= GC_FB_HOLD_MIN && ps->ps_fb_hold <= GC_FB_HOLD_MAX &&
-	       ps->ps_oc_mode <= GC_FB_DIRECT && ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 &&
+	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT && ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 &&
 	       ps->ps_oc_hold >= GC_FB_HOLD_MIN && ps->ps_oc_hold <= GC_FB_HOLD_MAX;
 }
 
@@ -153,7 +149,7 @@ uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 
 const char *gc_device_src_name(uint32_t src)
 {
-	static const char *const names[] = { "none", "observer", "diskstats" };
+	static const char *const names[] = { "none", "observer", "diskstats", "own timing" };
 
 	return src < GC_DEV_SRCS ? names[src] : "?";
 }
@@ -164,8 +160,11 @@ uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now)
 	uint64_t f = __atomic_load_n(&ps->ps_device_flush_ns, __ATOMIC_RELAXED);
 
 	/* a refresh stamped in the future (a peer's clock, or scribbles)
-	 * is not fresh either */
-	if (!f || !at || at > now || now - at >= GC_DEVICE_FRESH_NS)
+	 * is not fresh either. The library's own reading has no refresh:
+	 * it stands until a source knows the device. */
+	if (!f || !at || at > now ||
+	    (now - at >= GC_DEVICE_FRESH_NS &&
+	     __atomic_load_n(&ps->ps_device_src, __ATOMIC_RELAXED) != GC_DEV_SELF))
 		return 0;
 	return f;
 }
@@ -208,12 +207,18 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 
 	if (src >= GC_DEV_SRCS || !src)
 		flush_ns = 0, src = GC_DEV_NONE;
+	/* no source knows the device: the library's own reading stands */
+	if (!flush_ns && was >= 0 &&
+	    __atomic_load_n(&ps->ps_device_src, __ATOMIC_RELAXED) == GC_DEV_SELF) {
+		__atomic_store_n(&ps->ps_device_at_ns, now, __ATOMIC_RELAXED);
+		return false;
+	}
 	__atomic_store_n(&ps->ps_device_flush_ns, flush_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_device_src, src, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_device_at_ns, now, __ATOMIC_RELAXED);
-	/* While the device decides, the controller is idle; when it stops
-	 * deciding, the controller starts afresh with a first epoch rather
-	 * than judge counts gathered meanwhile. */
+	/* While the device is known, its own timing is idle; when it is
+	 * not, timing starts afresh with a first epoch rather than judge
+	 * counts gathered meanwhile. */
 	if (flush_ns)
 		__atomic_store_n(&ps->ps_fb_epoch_start, 0, __ATOMIC_RELAXED);
 	if (device_verdict(flush_ns) == was)
@@ -271,13 +276,12 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 		return v;
 	}
 	/* grouped or timed direct calls until the outcome check's stretch
-	 * ends; the device unknown, until the controller's epoch ends */
+	 * ends; the device unknown, timed direct calls until the epoch ends */
 	if (f)
 		return mode_verdict(__atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED),
 				    __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
 				    __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now, until);
-	return mode_verdict(__atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED),
-			    __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
+	return mode_verdict(GC_FB_DIRECT, __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
 			    __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now, until);
 }
 
@@ -319,7 +323,9 @@ bool gc_policy_bypass(const struct gc_policy_state *ps,
 	if (f)
 		return f < GC_DEVICE_GROUP_NS ||
 		       __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT;
-	return __atomic_load_n(&ps->ps_fb_mode, __ATOMIC_RELAXED) == GC_FB_DIRECT;
+	/* unknown: timed direct calls, from the first epoch on (the first
+	 * request opens it) */
+	return __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED) != 0;
 }
 
 /* Notes @tid among the threads of this epoch: the first, or another. */
@@ -364,7 +370,7 @@ static uint64_t fb_epoch_len(const struct gc_policy_state *ps)
 	return by_calls > GC_FB_EPOCH_NS ? by_calls : GC_FB_EPOCH_NS;
 }
 
-/* A span of a mode (the outcome check's stretch, the controller's epoch)
+/* A span of a mode (the outcome check's stretch, own timing's epoch)
  * that began at @start (0: none yet) and lasts @len is over at @now. By
  * time alone: a span, a probe of direct calls too, never outlasts its
  * length, whatever it measured. A thread that read the clock before
@@ -607,9 +613,8 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			__atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now);
 }
 
-static void fb_start(struct gc_policy_state *ps, uint32_t mode, uint64_t len, uint64_t now)
+static void fb_start(struct gc_policy_state *ps, uint64_t len, uint64_t now)
 {
-	__atomic_store_n(&ps->ps_fb_mode, mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_min_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_threads, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_epoch_len, len, __ATOMIC_RELAXED);
@@ -619,9 +624,8 @@ static void fb_start(struct gc_policy_state *ps, uint32_t mode, uint64_t len, ui
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now)
 {
-	uint32_t was = ps->ps_fb_mode;
-	uint64_t min, len;
-	bool group;
+	uint64_t min;
+	bool slow;
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
@@ -631,33 +635,28 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	if (!__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED)) {
 		/* The first epoch times direct calls: until they are
 		 * measured slow the program runs as it would bare. */
-		fb_start(ps, GC_FB_DIRECT, fb_epoch_len(ps), now);
+		fb_start(ps, fb_epoch_len(ps), now);
 		return false;
 	}
-	if (was == GC_FB_GROUP) {
-		/* A hold ends in one epoch of direct calls, timed again. */
-		fb_start(ps, GC_FB_DIRECT, fb_epoch_len(ps), now);
-		return true;
-	}
-	/* Grouped when several threads made direct calls and even the
-	 * shortest of this epoch and of the last one that timed calls took a
-	 * device flush (rule 0's threshold). An epoch without a timed call,
-	 * or with one thread alone (Wheeler (4)), stays direct. */
-	group = min != UINT64_MAX && min >= GC_DEVICE_GROUP_NS &&
-		ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS &&
-		__atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED) == GC_FB_MANY;
+	/* Slow when several threads made direct calls and even the shortest
+	 * of this epoch and of the last one that timed calls took a device
+	 * flush (rule 0's threshold). An epoch without a timed call, or with
+	 * one thread alone (Wheeler (4)), says nothing: timed again. */
+	slow = min != UINT64_MAX && min >= GC_DEVICE_GROUP_NS &&
+	       ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS &&
+	       __atomic_load_n(&ps->ps_fb_threads, __ATOMIC_RELAXED) == GC_FB_MANY;
 	if (min != UINT64_MAX)
 		ps->ps_fb_call_ns = min;
-	len = fb_epoch_len(ps);
-	if (!group) {
-		ps->ps_fb_hold = GC_FB_HOLD_MIN;
-		fb_start(ps, GC_FB_DIRECT, len, now);
+	if (!slow) {
+		fb_start(ps, fb_epoch_len(ps), now);
 		return false;
 	}
-	fb_start(ps, GC_FB_GROUP, sat_mul(len, ps->ps_fb_hold), now);
+	/* the device's verdict from now: grouped from the next commit, the
+	 * threads seen on direct calls waited for, and the outcome checked
+	 * as where a source knows the device */
+	gc_policy_device(ps, min, GC_DEV_SELF, now);
 	seen_fold(ps, pc, now);
-	/* the same verdict again next time is re-probed less often */
-	ps->ps_fb_hold = hold_doubled(ps->ps_fb_hold);
+	oc_end(ps, pc, now);
 	return true;
 }
 
@@ -706,7 +705,7 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
-	/* The controller has just moved to direct calls: the threads counted
+	/* The domain has just moved to direct calls: the threads counted
 	 * above will not join, so waiting for them would only time out. */
 	if (gc_policy_bypass(ps, pc, now))
 		return close_now(GC_CLOSE_NOWAIT);

@@ -22,10 +22,10 @@ struct gc_policy_cfg {
 	uint32_t pc_wait_pct;		/* LIBGC_WAIT_PCT: adaptive wait, % of commit latency */
 	uint64_t pc_wait_ns;		/* LIBGC_WAIT_US: fixed wait, siblings commit_delay */
 	uint32_t pc_siblings;		/* LIBGC_SIBLINGS: siblings commit_siblings */
-	bool pc_probe;			/* LIBGC_PROBE: adaptive's group-or-direct controller */
-	bool pc_device;			/* LIBGC_DEVICE=auto: the device's flush latency
-					 * decides group-or-direct (rule 0); off: the
-					 * self-measuring controller always does */
+	bool pc_probe;			/* LIBGC_PROBE: adaptive's group-or-direct choice */
+	bool pc_device;			/* LIBGC_DEVICE=auto: the observer or diskstats
+					 * tell the device's flush latency (rule 0);
+					 * off: the library's own timing alone does */
 };
 
 void gc_policy_cfg_defaults(struct gc_policy_cfg *pc);
@@ -55,13 +55,10 @@ struct gc_policy_state {
 	} ps_recent[GC_RECENT_MAX];	/* distinct sync threads and when last seen */
 	uint32_t ps_batch_x16;		/* EWMA of handles per transaction, x16 */
 	uint32_t ps_txns;		/* transactions committed */
-	/* Group-or-direct controller (adaptive, while no source knows the
-	 * device: README rules 4-7). It times direct calls in epochs; the
+	/* The library's own timing of direct calls (adaptive, while no
+	 * source knows the device: docs/policy.md rule 4), in epochs; the
 	 * shortest is what one sync costs the device when nobody queues
-	 * before it. Grouped, it holds a number of epochs, then probes direct
-	 * calls for one epoch to time them again. */
-	uint32_t ps_fb_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: what requests do now */
-	uint32_t ps_fb_hold;		/* epochs of the next grouped hold */
+	 * before it. Read slow, it is the device's source (GC_DEV_SELF). */
 	uint64_t ps_fb_epoch_start;	/* 0: no epoch yet (atomic) */
 	uint64_t ps_fb_epoch_len;	/* (atomic) */
 	uint64_t ps_fb_call_ns;		/* shortest direct call of the last epoch that had
@@ -139,7 +136,7 @@ enum { GC_FB_GROUP = 0, GC_FB_DIRECT = 1 };
 #define GC_FB_MANY UINT64_MAX
 
 /* true: serve this request with a direct real call (policy none, the
- * device is fast, or the controller has the domain on direct calls).
+ * device is fast or not known slow, or the outcome check chose them).
  * Cheap; may be read without the domain lock. */
 bool gc_policy_bypass(const struct gc_policy_state *ps,
 		      const struct gc_policy_cfg *pc, uint64_t now);
@@ -153,8 +150,8 @@ void gc_policy_direct_done(struct gc_policy_state *ps, int32_t tid, uint64_t sta
  * and calls epoch_end, which re-checks. */
 bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 			 const struct gc_policy_cfg *pc, uint64_t now);
-/* Closes the epoch and picks the mode of the next one. Returns true if the
- * mode changed. */
+/* Closes the epoch or the outcome check's stretch and picks the mode of the
+ * next one. Returns true if the mode changed. */
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now);
 
@@ -162,17 +159,19 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
  * mean flush time /proc/diskstats shows) decides group-or-direct without
  * probing, while fresh: a flush under GC_DEVICE_GROUP_NS means direct
  * calls; a slower one means grouping from the first commit. Stale or
- * unknown, the self-measuring controller (epochs) decides, with the same
- * threshold applied to the direct calls it times. */
-enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SRCS };
+ * unknown, the library times direct calls in epochs and applies the same
+ * threshold to them; read slow, that reading is the source (GC_DEV_SELF)
+ * and stands until another knows the device. */
+enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SELF, GC_DEV_SRCS };
 #define GC_DEVICE_GROUP_NS (1000ULL * 1000ULL)	/* 1 ms */
 #define GC_DEVICE_FRESH_NS (1000ULL * 1000ULL * 1000ULL)
 #define GC_DEVICE_REFRESH_NS (100ULL * 1000ULL * 1000ULL)
 #define GC_DEVICE_FIRST_NS (1000ULL * 1000ULL)
 const char *gc_device_src_name(uint32_t src);
 /* Records a refresh at @now: @flush_ns from @src (0 / GC_DEV_NONE when no
- * source knows the device). Lock-free. Returns true when the device's
- * verdict (direct, grouped, or none) changed. */
+ * source knows the device: the library's own reading, if any, stands).
+ * Lock-free. Returns true when the device's verdict (direct, grouped, or
+ * none) changed. */
 bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t src,
 		      uint64_t now);
 /* A refresh is due (at most every GC_DEVICE_REFRESH_NS, the first once
@@ -192,7 +191,7 @@ uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now);
 enum gc_verdict_kind {
 	GC_V_ASK,	/* no answer: ask */
 	GC_V_DIRECT,	/* direct real calls; nothing to measure (device, policy none) */
-	GC_V_TIMED,	/* direct real calls, timed for the controller (its epoch) */
+	GC_V_TIMED,	/* direct real calls, timed (own timing, the outcome check) */
 	GC_V_GROUP,	/* join the running transaction */
 };
 struct gc_verdict {

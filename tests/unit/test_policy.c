@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Commit policies driven by a fake clock: the adaptive rules (lone writer,
  * fast device, count or deadline, drop-outs, activity window), the
- * group-or-direct controller, jbd2, siblings, fixed, none, and granularity. */
+ * library's own timing of the device, jbd2, siblings, fixed, none, and granularity. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -414,10 +414,10 @@ Test(adaptive, arrive_reports_a_new_sync_writer)
 	cr_expect_eq(gc_policy_active(&ps, T0 + 3), 2, "two distinct threads");
 }
 
-/* ---- group-or-direct controller (no device source) ------------------------ */
+/* ---- the library's own timing (no device source) -------------------------- */
 
 /* policy.c's numbers: an epoch lasts 25 ms or 2 of the shortest direct
- * calls; a grouped verdict holds 8 epochs, doubling to 64. */
+ * calls; the outcome check's holds are 8 to 64 stretches. */
 #define EPOCH (25 * MS)
 #define EPOCH_CALLS 2
 #define HOLD_MIN 8
@@ -488,7 +488,7 @@ Test(fallback, first_call_opens_a_direct_epoch)
 	cr_expect_eq(ps.ps_fb_epoch_len, EPOCH, "an epoch lasts 25 ms");
 }
 
-/* Opens the controller and runs direct epochs of @threads making calls of
+/* Opens own timing and runs direct epochs of @threads making calls of
  * @call_ns until grouped: the second epoch, since a verdict for grouping
  * needs the shortest call of two timed epochs slow. */
 static void fb_to_group(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
@@ -672,100 +672,57 @@ ParameterizedTest(struct len_case *c, fallback, epoch_length)
 	cr_expect_eq(ps.ps_fb_epoch_len, c->len_ns);
 }
 
-/* The must-show property: grouped on a slow disk, every probe of direct
- * calls (the losing mode there) ends at its epoch length, whether it timed
- * calls or none; over 20 s of a 2-thread run, direct calls fill only the
- * first epoch and one epoch per hold, the hold doubling to 64 epochs. A
- * probe that timed no call leaves the domain on direct calls for one more
- * epoch, and the hold starts again at 8. */
-Test(fallback, direct_probe_never_outlasts_its_epoch)
+/* Read slow, the library's own timing is the device's source: grouped
+ * from then on, and it stands with no refresh (no epoch of direct calls
+ * re-times it, which would knock threads in step out of it). A refresh
+ * that finds no source leaves it; a source that knows the device takes
+ * its place. */
+Test(fallback, own_timing_is_the_device_source)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t now = T0, direct_ns = 0, len = EPOCH;
-	uint32_t hold = HOLD_MIN;
-	int probes = 0;
+	uint64_t now = T0;
 
 	gc_policy_init(&ps);
 	fb_to_group(&ps, &pc, &now, 2, CALL_SLOW);
-	direct_ns += EPOCH + len;
-	while (now < T0 + 20 * SEC) {
-		bool idle = probes++ == 2, changed;
-		uint64_t start;
-
-		cr_assert_eq(mode_now(&ps, &pc, now), GC_FB_GROUP);
-		cr_assert_eq(ps.ps_fb_epoch_len, hold * len, "a hold of %u epochs", hold);
-		cr_assert(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "the hold ends in a probe");
-		start = now;
-		cr_assert_eq(mode_now(&ps, &pc, now), GC_FB_DIRECT);
-		cr_assert_eq(ps.ps_fb_epoch_len, len, "a probe lasts one epoch");
-		changed = fb_step(&ps, &pc, &now, idle ? 0 : 2, CALL_SLOW);
-		cr_assert_eq(now - start, len, "the probe outlasted its epoch");
-		direct_ns += len;
-		if (!idle) {
-			cr_assert(changed, "slow calls timed: grouped again");
-			hold = hold * 2 > HOLD_MAX ? HOLD_MAX : hold * 2;
-		} else {
-			cr_assert_not(changed, "nothing timed: direct");
-			cr_assert(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "the next epoch groups");
-			direct_ns += len;
-			hold = HOLD_MIN;
-		}
-	}
-	cr_expect_gt(probes, 8);
-	cr_expect_lt(direct_ns * 100, (now - T0) * 5, "direct calls filled %llu of %llu ms",
-		     (unsigned long long)(direct_ns / MS), (unsigned long long)((now - T0) / MS));
+	cr_expect_eq(ps.ps_device_src, GC_DEV_SELF);
+	cr_expect_eq(gc_policy_device_flush(&ps, now), CALL_SLOW, "the shortest call");
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, now).v_kind, GC_V_GROUP);
+	now += 10 * SEC;
+	cr_expect_eq(gc_policy_device_flush(&ps, now), CALL_SLOW, "no refresh, no expiry");
+	cr_expect_not(gc_policy_device(&ps, 0, GC_DEV_NONE, now), "no source: it stands");
+	cr_expect_eq(gc_policy_device_flush(&ps, now), CALL_SLOW);
+	cr_expect_eq(ps.ps_device_src, GC_DEV_SELF);
+	cr_expect(gc_policy_device(&ps, 45 * US, GC_DEV_DISKSTATS, now), "diskstats: fast");
+	cr_expect(gc_policy_bypass(&ps, &pc, now));
+	now += GC_DEVICE_FRESH_NS;
+	cr_expect_eq(gc_policy_device_flush(&ps, now), 0, "diskstats' reading expires");
 }
 
-/* Each verdict for grouping again doubles the hold up to 64 epochs; a
- * verdict for direct calls starts it again at 8. */
-Test(fallback, hold_doubles_up_to_a_cap)
-{
-	static const uint32_t want[] = { 8, 16, 32, 64, 64, 64 };
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	uint64_t now = T0;
-
-	gc_policy_init(&ps);
-	fb_open(&ps, &pc, now);
-	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
-	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
-		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "grouped");
-		cr_expect_eq(ps.ps_fb_epoch_len, want[i] * EPOCH, "hold %zu: %llu ms", i,
-			     (unsigned long long)(ps.ps_fb_epoch_len / MS));
-		cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS), "the hold ends in a probe");
-	}
-	cr_assert_not(fb_step(&ps, &pc, &now, 4, CALL_FAST), "fast again: direct");
-	cr_assert_not(fb_step(&ps, &pc, &now, 4, 2 * MS), "one slow epoch");
-	cr_assert(fb_step(&ps, &pc, &now, 4, 2 * MS));
-	cr_expect_eq(ps.ps_fb_epoch_len, HOLD_MIN * EPOCH, "the hold starts again");
-}
-
-/* A probe that finds the calls fast moves the domain to direct calls, and
- * a leader still waiting then closes at once (rule 7): the threads it
- * counts on now make their own calls. */
-Test(fallback, probe_finding_fast_calls_goes_direct_and_closes_the_wait)
+/* Once read slow, grouping whose peers come at once (closed by count) is
+ * never probed: over 10 s of 4 threads, no request is sent to direct
+ * calls. The controller that decided here before probed each hold with
+ * an epoch of them. */
+Test(fallback, storms_on_own_timing_are_never_probed)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t now = T0;
-	int32_t tid;
+	uint64_t t = T0, direct = 0, end;
+	int k = 0;
 
+	pc.pc_device = false;
 	gc_policy_init(&ps);
-	fb_to_group(&ps, &pc, &now, 4, 4 * MS);
-	for (int k = 0; k < 6; k++)	/* the EWMA settles on 4 ms */
-		commit(&ps, &pc, now, now, 4 * MS, 4, GC_CLOSE_COUNT);
-	for (tid = 1; tid <= 4; tid++)
-		gc_policy_arrive(&ps, &pc, tid, now);
-	expect_decision("grouped", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NONE, now,
-			4 * MS, 4);
-	cr_assert(fb_step(&ps, &pc, &now, 4, 4 * MS), "the probe");
-	cr_assert_not(fb_step(&ps, &pc, &now, 4, CALL_FAST), "stays direct");
-	for (tid = 1; tid <= 4; tid++)
-		gc_policy_arrive(&ps, &pc, tid, now);
-	cr_assert(gc_policy_bypass(&ps, &pc, now));
-	expect_decision("direct", decide(&ps, &pc, 1, now, now, true), GC_CLOSE_NOWAIT, now,
-			0, 0);
+	fb_to_group(&ps, &pc, &t, 4, CALL_SLOW);
+	for (end = t + 10 * SEC; t < end; t += MS, k++) {
+		if (gc_policy_epoch_due(&ps, &pc, t))
+			gc_policy_epoch_end(&ps, &pc, t);
+		if (gc_policy_bypass(&ps, &pc, t))
+			direct += MS;
+		else if (k % 4 == 0)
+			commit(&ps, &pc, t - 4 * MS, t - 4 * MS, 4 * MS, 4, GC_CLOSE_COUNT);
+		gc_policy_latency(&ps, t - 4 * MS, t);
+	}
+	cr_expect_eq(direct, 0, "direct calls for %llu ms", (unsigned long long)(direct / MS));
 }
 
 /* A thread whose clock reading is older than the epoch's start (it read
@@ -784,14 +741,55 @@ Test(fallback, epoch_from_the_future)
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now - 3 * MS), "a stale reading");
 	cr_expect_not(gc_policy_epoch_end(&ps, &pc, now - 3 * MS));
 	cr_expect_eq(ps.ps_fb_epoch_start, now, "the epoch goes on");
-	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "and groups at its end");
 	ps.ps_fb_epoch_start = now + 100 * SEC;
 	cr_expect(gc_policy_epoch_due(&ps, &pc, now + MS));
 	gc_policy_epoch_end(&ps, &pc, now + MS);
 	cr_expect_eq(ps.ps_fb_epoch_start, now + MS);
 	cr_expect_not(gc_policy_epoch_due(&ps, &pc, now + 2 * MS));
+	now += MS;
+	cr_expect(fb_step(&ps, &pc, &now, 2, CALL_SLOW), "and groups at the end of the next");
 }
 
+
+/* Threads that pause between syncs on a slow disk, no source for the
+ * device (LIBGC_DEVICE=off): once the library's own timing reads the
+ * device slow, the outcome check decides as where the device is known.
+ * Here grouped requests are answered in 9 ms (their transactions wait for
+ * peers and close by timeout) and direct ones in 5 ms: over 10 s the
+ * domain spends under a tenth of the time grouped. The controller that
+ * decided here before (grouped holds, each ended by one epoch of direct
+ * calls) grouped whatever the outcome, 97% of the time. */
+Test(fallback, own_timing_hands_over_to_the_outcome_check)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t = T0, grouped = 0, end = T0 + 10 * SEC;
+	int k = 0;
+
+	pc.pc_device = false;
+	gc_policy_init(&ps);
+	fb_to_group(&ps, &pc, &t, 4, CALL_SLOW);
+	for (; t < end; t += MS, k++) {
+		uint64_t lat;
+
+		if (gc_policy_epoch_due(&ps, &pc, t))
+			gc_policy_epoch_end(&ps, &pc, t);
+		if (gc_policy_bypass(&ps, &pc, t)) {
+			/* four threads, each a direct call of 5 ms */
+			lat = 5 * MS;
+			if (t >= lat)
+				gc_policy_direct_done(&ps, 1 + k % 4, t - lat, t);
+		} else {
+			lat = 9 * MS;
+			grouped += MS;
+			if (k % 4 == 0)
+				commit(&ps, &pc, t - lat, t - 4 * MS, 4 * MS, 4, GC_CLOSE_TIMEOUT);
+		}
+		gc_policy_latency(&ps, t - lat, t);
+	}
+	cr_expect_lt(grouped, (end - T0) / 10, "grouped %llu ms of 10 s",
+		     (unsigned long long)(grouped / MS));
+}
 /* A state from a shared segment is checked: the mode and the hold in range. */
 Test(fallback, scribbled_state_is_rejected)
 {
@@ -799,18 +797,18 @@ Test(fallback, scribbled_state_is_rejected)
 
 	gc_policy_init(&ps);
 	cr_expect(gc_policy_check(&ps));
-	ps.ps_fb_mode = 2;
+	ps.ps_oc_mode = 2;
 	cr_expect_not(gc_policy_check(&ps), "mode out of range");
 	gc_policy_init(&ps);
-	ps.ps_fb_hold = 0;
+	ps.ps_oc_hold = 0;
 	cr_expect_not(gc_policy_check(&ps), "hold 0");
-	ps.ps_fb_hold = HOLD_MAX + 1;
+	ps.ps_oc_hold = HOLD_MAX + 1;
 	cr_expect_not(gc_policy_check(&ps), "hold above the cap");
-	ps.ps_fb_hold = HOLD_MAX;
+	ps.ps_oc_hold = HOLD_MAX;
 	cr_expect(gc_policy_check(&ps));
 }
 
-/* Only adaptive runs the controller; only none and a direct verdict bypass. */
+/* Only adaptive times epochs; only none and a direct verdict bypass. */
 Test(fallback, other_policies_do_not_run_epochs)
 {
 	static const enum gc_policy_kind kinds[] = { GC_POL_FIXED, GC_POL_JBD2,
@@ -819,7 +817,7 @@ Test(fallback, other_policies_do_not_run_epochs)
 	struct gc_policy_state ps;
 	uint64_t now = T0;
 
-	/* a state whose controller is on direct calls */
+	/* a state on timed direct calls */
 	gc_policy_init(&ps);
 	fb_open(&ps, &ad, now);
 	fb_step(&ps, &ad, &now, 4, CALL_FAST);
@@ -878,7 +876,7 @@ Test(device, fast_flush_means_direct_without_probes)
 		cr_expect(gc_policy_bypass(&ps, &pc, t), "direct at %d", i);
 		cr_expect_not(gc_policy_epoch_due(&ps, &pc, t), "a probe epoch at %d", i);
 	}
-	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the controller never started");
+	cr_expect_eq(ps.ps_fb_epoch_start, 0, "no epoch of own timing started");
 }
 
 /* A flush of 1 ms or more with two or more sync threads: grouped from the
@@ -925,9 +923,9 @@ Test(device, measured_commits_size_the_wait)
 			6 * MS, 2);
 }
 
-/* Stale (no refresh for a second) or unknown: the self-measuring
- * controller decides, starting afresh with its first (direct) epoch. */
-Test(device, stale_or_unknown_falls_back_to_the_controller)
+/* Stale (no refresh for a second) or unknown: the library's own timing
+ * reads the device, starting afresh with its first (direct) epoch. */
+Test(device, stale_or_unknown_falls_back_to_own_timing)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
@@ -937,7 +935,7 @@ Test(device, stale_or_unknown_falls_back_to_the_controller)
 	fb_open(&ps, &pc, t);
 	cr_expect_neq(ps.ps_fb_epoch_start, 0);
 	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
-	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the device idles the controller");
+	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the device idles own timing");
 	t += GC_DEVICE_FRESH_NS;
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0, "stale after a second");
 	cr_expect(gc_policy_epoch_due(&ps, &pc, t), "a first epoch opens");
@@ -947,7 +945,7 @@ Test(device, stale_or_unknown_falls_back_to_the_controller)
 	/* unknown: no source at all */
 	cr_expect(gc_policy_device(&ps, 0, GC_DEV_NONE, t) == false, "was none, is none");
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
-	cr_expect_eq(ps.ps_fb_epoch_start, t, "an unknown device leaves the controller be");
+	cr_expect_eq(ps.ps_fb_epoch_start, t, "an unknown device leaves own timing be");
 	/* a stamp in the future is not fresh */
 	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t + SEC);
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0);
@@ -1496,7 +1494,7 @@ Test(adaptive, hands_back_the_fewer_kind_while_directory_commits_are_cheap)
 
 	gc_policy_init(&ps);
 	commit(&ps, &pc, T0, T0, 4 * MS, 8, GC_CLOSE_COUNT);
-	cr_expect_eq(gc_policy_defer(&ps, &pc, seq, 7, 1), GC_DEFER_NONE,
+	cr_expect_eq(gc_policy_defer(&ps, &pc, 2, 7, 1), GC_DEFER_NONE,
 		     "no directory-only commit timed yet");
 	dir_commit(&ps, &pc, 100 * US);
 	commit(&ps, &pc, T0, T0, 4 * MS, 8, GC_CLOSE_COUNT);
@@ -1542,9 +1540,9 @@ Test(names, policies_and_reasons)
 /* ---- the direct path's verdict ------------------------------------------ */
 
 /* What requests do until when: the device's verdict until its next
- * refresh is due, the controller's until its epoch ends, grouping for the
+ * refresh is due, own timing's until its epoch ends, grouping for the
  * other policies, direct calls for none; never longer than a second. */
-Test(verdict, device_controller_and_other_policies)
+Test(verdict, device_own_timing_and_other_policies)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
@@ -1568,7 +1566,7 @@ Test(verdict, device_controller_and_other_policies)
 	cr_expect_eq(v.v_until_ns, t, "no epoch yet: ask now");
 	fb_open(&ps, &pc, t);
 	v = gc_policy_verdict(&ps, &pc, t + MS);
-	cr_expect_eq(v.v_kind, GC_V_TIMED, "the controller's direct epoch: timed calls");
+	cr_expect_eq(v.v_kind, GC_V_TIMED, "own timing's direct epoch: timed calls");
 	cr_expect_eq(v.v_until_ns, t + EPOCH, "until the epoch ends");
 
 	pc = cfg(GC_POL_FIXED);
@@ -1580,7 +1578,7 @@ Test(verdict, device_controller_and_other_policies)
 }
 
 /* Threads seen making direct calls are the ones a transaction waits for
- * when the controller turns to grouping; one seen long ago, or at a time
+ * when own timing reads the device slow; one seen long ago, or at a time
  * still to come (a peer's scribble), is not. */
 Test(verdict, threads_seen_on_direct_calls_are_waited_for)
 {
