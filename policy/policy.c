@@ -110,8 +110,9 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
-	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT && ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 &&
-	       ps->ps_oc_hold >= GC_FB_HOLD_MIN && ps->ps_oc_hold <= GC_FB_HOLD_MAX;
+	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT &&
+	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
+	       ps->ps_oc_hold <= GC_FB_HOLD_MAX;
 }
 
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
@@ -794,11 +795,12 @@ struct gc_decision gc_policy_decide(const struct gc_policy_state *ps,
  * them so; ties handed back by turns undid half of those (2 threads, 0.5 ms
  * pauses: 155 transactions a second by turns, 190 so, 145 bare). Only where
  * directory-only commits in step were timed cheap (under a quarter of a
- * commit): a spool's, which commit its renames, are not, and in step costs it
- * more (5.2 ms a commit against 3.8 ms mixed). Not before one was timed
+ * commit): a spool's, which commit its renames, are not, and in step costs
+ * it more (5.2 ms a commit against 3.8 ms mixed). Not before one was timed
  * either: handing back to find out put 8 spool threads in step at the
- * start (1.6x bare mixed, 1.2x in step). At most one transaction in GC_DEFER_EVERY,
- * which bounds what a thread that always syncs the other kind pays. */
+ * start (1.6x bare mixed, 1.2x in step). At most one transaction in
+ * GC_DEFER_EVERY, which bounds what a thread that always syncs the other
+ * kind pays. */
 enum gc_defer gc_policy_defer(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			      uint64_t seq, uint32_t files, uint32_t dirs)
 {
