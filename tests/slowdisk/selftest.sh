@@ -9,8 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SD=tests/slowdisk/slowdisk
 PROBE=build/tests/slowdisk/sdprobe
 ID=$$
-NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID" "st-dead-$ID" "st-next-$ID")
-T=8
+NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID" "st-dead-$ID" "st-next-$ID"
+	"st-shm-$ID")
+T=9
 
 echo "1..$T"
 
@@ -243,4 +244,27 @@ else
 		not_ok "a killed disk beside: ext4, xfs and btrfs disks still come up" \
 			"failed:${failed:- none}; still mounted: $(grep -c "/$dead/" /proc/self/mounts)"
 	fi
+fi
+
+# ---- 9: down takes the shared memory libgc named for the disk's device ----
+# Processes killed on the disk leave their domain and intent log segments;
+# after down nothing can reach them. Another device's stay.
+name=${NAMES[7]}
+up --name "$name" --flush-us 1000 --volatile --size-mb 128
+if [ -z "$M" ]; then
+	not_ok "down removes the libgc segments named for its device, and only those" "up failed"
+else
+	hex=$(printf %x "$(stat -c %d "$M")")
+	mine=(/dev/shm/libgc-0-"$hex"-p4026531836-v16-4a50 /dev/shm/libgc-intent2-0-"$hex"-c)
+	other=/dev/shm/libgc-intent2-0-"$hex"0-c
+	touch "${mine[@]}" "$other"
+	sd down --name "$name" >/dev/null || true
+	left=$(ls "${mine[@]}" 2>/dev/null || true)
+	if [ -z "$left" ] && [ -e "$other" ]; then
+		ok "down removes the libgc segments named for its device, and only those"
+	else
+		not_ok "down removes the libgc segments named for its device, and only those" \
+			"left: ${left:-none}; the other device's: $([ -e "$other" ] && echo kept || echo removed)"
+	fi
+	rm -f "$other"
 fi
