@@ -10,8 +10,8 @@ SD=tests/slowdisk/slowdisk
 PROBE=build/tests/slowdisk/sdprobe
 ID=$$
 NAMES=("st-lat-$ID" "st-cut-$ID" "st-eio-$ID" "st-keep-$ID" "st-fail-$ID" "st-dead-$ID" "st-next-$ID"
-	"st-shm-$ID")
-T=9
+	"st-shm-$ID" "st-bare-$ID")
+T=10
 
 echo "1..$T"
 
@@ -267,4 +267,28 @@ else
 			"left: ${left:-none}; the other device's: $([ -e "$other" ] && echo kept || echo removed)"
 	fi
 	rm -f "$other"
+fi
+
+# ---- 10: down from a disk whose filesystem was shut down ----
+# A shut-down xfs answers stat of its root with EIO (the EIO tests do
+# this): down still takes it all, and the name comes up again.
+name=${NAMES[8]}
+title="down from a disk whose xfs was shut down: the name comes up again"
+if ! command -v xfs_io >/dev/null || ! command -v mkfs.xfs >/dev/null; then
+	ok "$title # SKIP xfsprogs missing"
+else
+	SLOWDISK_FS=xfs up --name "$name" --flush-us 1000 --volatile --size-mb 128
+	if [ -z "$M" ]; then
+		not_ok "$title" "up failed"
+	else
+		xfs_io -x -c shutdown "$M" || true
+		out=$(sd down --name "$name" 2>&1) && rc=0 || rc=$?
+		SLOWDISK_FS=xfs up --name "$name" --flush-us 1000 --volatile --size-mb 128
+		if [ "$rc" = 0 ] && [ -n "$M" ]; then
+			ok "$title"
+		else
+			not_ok "$title" "down: status $rc: $out" "up again: ${M:-failed}"
+		fi
+		sd down --name "$name" >/dev/null 2>&1 || true
+	fi
 fi
