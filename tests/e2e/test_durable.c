@@ -23,6 +23,8 @@ static const struct policy policies[] = {
 	{ "fixed", { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=300", NULL } },
 	{ "jbd2", { "LIBGC_POLICY=jbd2", NULL } },
 	{ "siblings", { "LIBGC_POLICY=siblings", "LIBGC_WAIT_US=300", "LIBGC_SIBLINGS=2", NULL } },
+	/* no source asked for the device: the library's own timing reads it */
+	{ "own-timing", { "LIBGC_POLICY=adaptive", "LIBGC_DEVICE=off", NULL } },
 };
 #define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
 
@@ -101,6 +103,7 @@ ParameterizedTestParameters(durable, matrix)
 #define ROW(p) { p, "fsync" }, { p, "fdatasync" }, { p, "odsync" }, \
 	       { p, "osync" }, { p, "rwf_dsync" }, { p, "rwf_sync" }
 		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+		ROW("own-timing"),
 #undef ROW
 	};
 
@@ -141,6 +144,7 @@ ParameterizedTestParameters(durable, slow_device)
 	static struct matrix_param params[] = {
 #define ROW(p) { p, "fsync" }, { p, "odsync" }
 		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+		ROW("own-timing"),
 #undef ROW
 	};
 
@@ -216,6 +220,20 @@ Test(durable, fixed_wait_batches)
 			  "%s sharedfd: no batching: %zu real calls for %zu requests",
 			  modes[m], real_syncs(&s), s.s_prog);
 	}
+}
+
+/* With no source asked for the device, 8 threads whose real calls take
+ * 2 ms each (the spy) are read slow by the library's own timing after two
+ * epochs of direct calls, and then share real calls; every request stays
+ * covered by a real call. */
+Test(durable, own_timing_groups_a_slow_device)
+{
+	static const char *const slow[] = { "SPY_DELAY_US=2000", NULL };
+	struct spy_summary s;
+
+	durable_case(policy("own-timing"), slow, "fdatasync", "shared", 8, 1, 40, &s);
+	cr_expect(real_syncs(&s) < s.s_prog * 3 / 4,
+		  "own timing: %zu real calls for %zu requests", real_syncs(&s), s.s_prog);
 }
 
 /* The exit report agrees with what the spies saw. */
@@ -295,6 +313,7 @@ ParameterizedTestParameters(durable, eio)
 	static struct eio_param params[] = {
 #define ROW(p) { p, "fsync" }, { p, "fdatasync" }, { p, "odsync" }
 		ROW("adaptive"), ROW("none"), ROW("fixed"), ROW("jbd2"), ROW("siblings"),
+		ROW("own-timing"),
 #undef ROW
 	};
 
