@@ -862,14 +862,7 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 					   7ULL * ps->ps_waited_x256) / 8);
 	ps->ps_jbd2_avg_ns = ewma4(ps->ps_jbd2_avg_ns, commit, first);
 	ps->ps_commit_samples++;
-	/* What directories cost in step: a commit of directories that every
-	 * recent sync thread was in. With threads outside it, their files
-	 * written and waiting in the filesystem's running transaction are
-	 * committed with the directories (the first commits of 8 threads
-	 * brought out of step by direct calls: 3 of them at their directory,
-	 * 7 ms, against 0.1 ms in step), and that cost says nothing of the
-	 * threads in step. */
-	if (cs->cs_dirs_only && cs->cs_handles >= gc_policy_active(ps, cs->cs_end_ns)) {
+	if (cs->cs_dirs_only) {
 		ps->ps_dir_commit_ns = ewma4(ps->ps_dir_commit_ns, commit, !ps->ps_dir_samples);
 		ps->ps_dir_samples = ps->ps_dir_samples < UINT32_MAX ? ps->ps_dir_samples + 1
 								      : UINT32_MAX;

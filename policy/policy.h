@@ -283,7 +283,8 @@ struct gc_commit_sample {
 	uint64_t cs_lead_ns;		/* the commit before it ended (0: none) */
 	uint64_t cs_close_ns;		/* transaction closed */
 	uint64_t cs_end_ns;		/* last real call finished */
-	bool cs_dirs_only;		/* every inode it synced was a directory */
+	bool cs_dirs_only;		/* every inode it synced was a directory, and no
+					 * file's request waited for the next commit */
 };
 void gc_policy_commit_done(struct gc_policy_state *ps,
 			   const struct gc_policy_cfg *pc,

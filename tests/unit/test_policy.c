@@ -1486,40 +1486,6 @@ Test(adaptive, a_first_request_goes_alone_where_processes_sync_once)
 	cr_expect_leq(ps.ps_procs_back, ps.ps_procs_new);
 }
 
-/* What directories cost in step is timed only on commits of directories
- * that every recent sync thread was in. With threads a step off, their
- * files waiting in the filesystem's running transaction commit with the
- * directories: such a commit is costly, and says nothing of the threads in
- * step. Taken as evidence, one of them would stop every hand-back. */
-Test(adaptive, a_directory_commit_with_threads_outside_it_is_no_evidence)
-{
-	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
-	struct gc_policy_state ps;
-	struct gc_commit_sample cs = {
-		.cs_handles = 3, .cs_inodes = 1, .cs_close = GC_CLOSE_COUNT,
-		.cs_start_ns = T0, .cs_close_ns = T0, .cs_end_ns = T0 + 7 * MS,
-		.cs_dirs_only = true,
-	};
-
-	gc_policy_init(&ps);
-	for (int32_t tid = 1; tid <= 8; tid++)
-		gc_policy_arrive(&ps, &pc, tid, T0);
-	commit(&ps, &pc, T0, T0, 4 * MS, 8, GC_CLOSE_COUNT);
-	gc_policy_commit_done(&ps, &pc, &cs);
-	cr_expect_eq(ps.ps_dir_samples, 0, "3 of 8 threads: no sample");
-	cs.cs_handles = 1;
-	cs.cs_close = GC_CLOSE_LONE;
-	gc_policy_commit_done(&ps, &pc, &cs);
-	cr_expect_eq(ps.ps_dir_samples, 0, "one thread alone: no sample");
-	cs.cs_handles = 8;
-	cs.cs_close = GC_CLOSE_COUNT;
-	cs.cs_end_ns = T0 + 100 * US;
-	gc_policy_commit_done(&ps, &pc, &cs);
-	cr_expect_eq(ps.ps_dir_samples, 1, "all 8: a sample");
-	cr_expect_eq(gc_policy_defer(&ps, &pc, 20, 5, 3), GC_DEFER_DIRS,
-		     "directories in step cost next to nothing");
-}
-
 Test(adaptive, hands_back_the_fewer_kind_while_directory_commits_are_cheap)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE), fixed = cfg(GC_POL_FIXED);
