@@ -210,7 +210,8 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
 
 	if (!gc_policy_epoch_due(ps, &gc_cfg.c_policy, now) || !gc_domain_lock(d))
 		return;
-	timed = !gc_policy_device_flush(ps, now);
+	/* for the debug line only */
+	timed = gc_cfg.c_log >= GC_LOG_DEBUG && !gc_policy_device_flush(ps, now);
 	if (gc_policy_epoch_end(ps, &gc_cfg.c_policy, now)) {
 		/* a leader waiting for the threads now sent to direct calls
 		 * decides again, and closes at once */
