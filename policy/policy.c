@@ -684,6 +684,12 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	if (measured && n >= 2) {
 		ps->ps_oc_ref_ns = sum / n;
 		ps->ps_oc_ref_se2 = se2;
+		/* a stretch is 8 commits: until one is timed, the shortest
+		 * direct call is a commit's estimate (25 ms held 2 commits
+		 * of 8 threads on the 4 ms disk, and grouping lost its probe
+		 * to the start's noise) */
+		if (!ps->ps_commit_samples)
+			ps->ps_commit_ns = min;
 		oc_start(ps, GC_FB_GROUP, true, 2 * oc_len(ps), now);
 	} else {
 		oc_end(ps, pc, now);

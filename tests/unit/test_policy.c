@@ -797,7 +797,8 @@ Test(fallback, own_timing_hands_over_to_the_outcome_check)
  * threads; grouped, their peers then come at once (closed by count, never
  * waiting: grouping that looks as if it paid), yet each request is
  * answered in 6 ms. Grouping starts as a probe against the direct calls
- * that read the device slow, and over 10 s the domain spends under a
+ * that read the device slow (two stretches of 8 commits, estimated by the
+ * shortest call until one is timed), and over 10 s the domain spends under a
  * tenth of the time grouped. Before, grouping that looked as if it paid
  * was held for good (threads syncing a file and then their directory,
  * grouped a step apart: 0.86-0.95x bare). */
@@ -813,6 +814,9 @@ Test(fallback, own_timing_compares_grouping_with_the_calls_it_timed)
 	fb_to_group(&ps, &pc, &t, 4, 5 * MS);
 	cr_expect(ps.ps_oc_probe, "grouping starts as a probe");
 	cr_expect_eq(ps.ps_oc_ref_ns, 5 * MS, "against the direct calls of the epoch");
+	cr_expect_eq(ps.ps_oc_len, 2 * GC_OC_COMMITS * 5 * MS,
+		     "two stretches of 8 commits, the shortest call a commit's estimate: %llu ms",
+		     (unsigned long long)(ps.ps_oc_len / MS));
 	for (; t < end; t += MS, k++) {
 		uint64_t lat;
 
