@@ -702,6 +702,33 @@ Test(fallback, own_timing_is_the_device_source)
 	cr_expect_eq(gc_policy_device_flush(&ps, now), 0, "diskstats' reading expires");
 }
 
+/* Runs a domain on own timing from *@t to @end, a step a millisecond, 4
+ * threads: on direct calls, each step a call answered in @direct_ns;
+ * grouped, each step a request answered in @grouped_ns, and every 4 steps
+ * a commit of 4 ms of all 4, closed by @why. Returns the time grouped. */
+static uint64_t fb_run(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t *t,
+		       uint64_t end, uint64_t direct_ns, uint64_t grouped_ns,
+		       enum gc_close_reason why)
+{
+	uint64_t grouped = 0, lat;
+
+	for (int k = 0; *t < end; *t += MS, k++) {
+		if (gc_policy_epoch_due(ps, pc, *t))
+			gc_policy_epoch_end(ps, pc, *t);
+		if (gc_policy_bypass(ps, pc, *t)) {
+			lat = direct_ns;
+			gc_policy_direct_done(ps, 1 + k % 4, *t - lat, *t);
+		} else {
+			lat = grouped_ns;
+			grouped += MS;
+			if (k % 4 == 0)
+				commit(ps, pc, *t - lat, *t - 4 * MS, 4 * MS, 4, why);
+		}
+		gc_policy_latency(ps, *t - lat, *t);
+	}
+	return grouped;
+}
+
 /* Once read slow, grouping whose peers come at once (closed by count) is
  * never probed: over 10 s of 4 threads, no request is sent to direct
  * calls. The controller that decided here before probed each hold with
@@ -710,22 +737,14 @@ Test(fallback, storms_on_own_timing_are_never_probed)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t t = T0, direct = 0, end;
-	int k = 0;
+	uint64_t t = T0, grouped;
 
 	pc.pc_device = false;
 	gc_policy_init(&ps);
 	fb_to_group(&ps, &pc, &t, 4, CALL_SLOW);
-	for (end = t + 10 * SEC; t < end; t += MS, k++) {
-		if (gc_policy_epoch_due(&ps, &pc, t))
-			gc_policy_epoch_end(&ps, &pc, t);
-		if (gc_policy_bypass(&ps, &pc, t))
-			direct += MS;
-		else if (k % 4 == 0)
-			commit(&ps, &pc, t - 4 * MS, t - 4 * MS, 4 * MS, 4, GC_CLOSE_COUNT);
-		gc_policy_latency(&ps, t - 4 * MS, t);
-	}
-	cr_expect_eq(direct, 0, "direct calls for %llu ms", (unsigned long long)(direct / MS));
+	grouped = fb_run(&ps, &pc, &t, t + 10 * SEC, CALL_SLOW, 4 * MS, GC_CLOSE_COUNT);
+	cr_expect_eq(grouped, 10 * SEC, "direct calls for %llu ms",
+		     (unsigned long long)((10 * SEC - grouped) / MS));
 }
 
 /* A thread whose clock reading is older than the epoch's start (it read
@@ -766,31 +785,13 @@ Test(fallback, own_timing_hands_over_to_the_outcome_check)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t t = T0, grouped = 0, end = T0 + 10 * SEC;
-	int k = 0;
+	uint64_t t = T0, grouped;
 
 	pc.pc_device = false;
 	gc_policy_init(&ps);
 	fb_to_group(&ps, &pc, &t, 4, CALL_SLOW);
-	for (; t < end; t += MS, k++) {
-		uint64_t lat;
-
-		if (gc_policy_epoch_due(&ps, &pc, t))
-			gc_policy_epoch_end(&ps, &pc, t);
-		if (gc_policy_bypass(&ps, &pc, t)) {
-			/* four threads, each a direct call of 5 ms */
-			lat = 5 * MS;
-			if (t >= lat)
-				gc_policy_direct_done(&ps, 1 + k % 4, t - lat, t);
-		} else {
-			lat = 9 * MS;
-			grouped += MS;
-			if (k % 4 == 0)
-				commit(&ps, &pc, t - lat, t - 4 * MS, 4 * MS, 4, GC_CLOSE_TIMEOUT);
-		}
-		gc_policy_latency(&ps, t - lat, t);
-	}
-	cr_expect_lt(grouped, (end - T0) / 10, "grouped %llu ms of 10 s",
+	grouped = fb_run(&ps, &pc, &t, T0 + 10 * SEC, 5 * MS, 9 * MS, GC_CLOSE_TIMEOUT);
+	cr_expect_lt(grouped, 10 * SEC / 10, "grouped %llu ms of 10 s",
 		     (unsigned long long)(grouped / MS));
 }
 /* Own timing reads the device slow from direct calls of 5 ms by 4
@@ -806,8 +807,7 @@ Test(fallback, own_timing_compares_grouping_with_the_calls_it_timed)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t t = T0, grouped = 0, end = T0 + 10 * SEC;
-	int k = 0;
+	uint64_t t = T0, grouped;
 
 	pc.pc_device = false;
 	gc_policy_init(&ps);
@@ -817,23 +817,8 @@ Test(fallback, own_timing_compares_grouping_with_the_calls_it_timed)
 	cr_expect_eq(ps.ps_oc_len, 2 * GC_OC_COMMITS * 5 * MS,
 		     "two stretches of 8 commits, the shortest call a commit's estimate: %llu ms",
 		     (unsigned long long)(ps.ps_oc_len / MS));
-	for (; t < end; t += MS, k++) {
-		uint64_t lat;
-
-		if (gc_policy_epoch_due(&ps, &pc, t))
-			gc_policy_epoch_end(&ps, &pc, t);
-		if (gc_policy_bypass(&ps, &pc, t)) {
-			lat = 5 * MS;
-			gc_policy_direct_done(&ps, 1 + k % 4, t - lat, t);
-		} else {
-			lat = 6 * MS;
-			grouped += MS;
-			if (k % 4 == 0)
-				commit(&ps, &pc, t - lat, t - lat, 4 * MS, 4, GC_CLOSE_COUNT);
-		}
-		gc_policy_latency(&ps, t - lat, t);
-	}
-	cr_expect_lt(grouped, (end - T0) / 10, "grouped %llu ms of 10 s",
+	grouped = fb_run(&ps, &pc, &t, T0 + 10 * SEC, 5 * MS, 6 * MS, GC_CLOSE_COUNT);
+	cr_expect_lt(grouped, 10 * SEC / 10, "grouped %llu ms of 10 s",
 		     (unsigned long long)(grouped / MS));
 }
 
@@ -844,24 +829,17 @@ Test(fallback, own_timing_holds_grouping_that_answers_sooner)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t t = T0, direct = 0, end = T0 + 10 * SEC;
-	int k = 0;
+	uint64_t t = T0, start, grouped;
 
 	pc.pc_device = false;
 	gc_policy_init(&ps);
 	fb_to_group(&ps, &pc, &t, 4, CALL_SLOW);
 	cr_expect(ps.ps_oc_probe, "grouping starts as a probe");
-	for (; t < end; t += MS, k++) {
-		if (gc_policy_epoch_due(&ps, &pc, t))
-			gc_policy_epoch_end(&ps, &pc, t);
-		if (gc_policy_bypass(&ps, &pc, t))
-			direct += MS;
-		else if (k % 4 == 0)
-			commit(&ps, &pc, t - 4 * MS, t - 4 * MS, 4 * MS, 4, GC_CLOSE_COUNT);
-		gc_policy_latency(&ps, t - 4 * MS, t);
-	}
+	start = t;
+	grouped = fb_run(&ps, &pc, &t, T0 + 10 * SEC, CALL_SLOW, 4 * MS, GC_CLOSE_COUNT);
 	cr_expect_not(ps.ps_oc_probe);
-	cr_expect_eq(direct, 0, "direct calls for %llu ms", (unsigned long long)(direct / MS));
+	cr_expect_eq(grouped, t - start, "direct calls for %llu ms",
+		     (unsigned long long)((t - start - grouped) / MS));
 }
 
 /* A state from a shared segment is checked: the mode and the hold in range. */
