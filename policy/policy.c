@@ -542,13 +542,22 @@ static bool oc_beyond_noise(const struct gc_policy_state *ps, uint64_t mean, uin
 	return d * d > lim;
 }
 
+/* The requests measured since measure_from(): how many (returned), their
+ * mean latency (0: none) and its standard error squared (se2_us2). */
+static uint64_t measured(const struct gc_policy_state *ps, uint64_t *mean, uint64_t *se2)
+{
+	uint64_t n = __atomic_load_n(&ps->ps_oc_lat_n, __ATOMIC_RELAXED);
+	uint64_t sum = __atomic_load_n(&ps->ps_oc_lat_ns, __ATOMIC_RELAXED);
+
+	*mean = n ? sum / n : 0;
+	*se2 = se2_us2(n, sum, __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED));
+	return n;
+}
+
 static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
 {
 	uint32_t mode = __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED);
-	uint64_t n = __atomic_load_n(&ps->ps_oc_lat_n, __ATOMIC_RELAXED);
-	uint64_t sum = __atomic_load_n(&ps->ps_oc_lat_ns, __ATOMIC_RELAXED);
-	uint64_t mean = n ? sum / n : 0;
-	uint64_t se2 = se2_us2(n, sum, __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED));
+	uint64_t mean, se2, n = measured(ps, &mean, &se2);
 	uint64_t all_n = __atomic_load_n(&ps->ps_oc_all_n, __ATOMIC_RELAXED);
 	uint64_t all = all_n ? __atomic_load_n(&ps->ps_oc_all_ns, __ATOMIC_RELAXED) / all_n : 0;
 
@@ -639,8 +648,8 @@ static void fb_start(struct gc_policy_state *ps, uint64_t len, uint64_t now)
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now)
 {
-	uint64_t min, n, sum, se2;
-	bool slow, measured;
+	uint64_t min, n, mean, se2;
+	bool slow, timed;
 
 	if (!gc_policy_epoch_due(ps, pc, now))
 		return false;
@@ -674,15 +683,13 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	 * whose transactions sync files and directories start grouping here
 	 * a step apart; gathered at once, never waiting, that grouping looks
 	 * as if it paid, and held, it ran 0.86-0.95x bare.) */
-	measured = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) ==
-		   __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
-	n = __atomic_load_n(&ps->ps_oc_lat_n, __ATOMIC_RELAXED);
-	sum = __atomic_load_n(&ps->ps_oc_lat_ns, __ATOMIC_RELAXED);
-	se2 = se2_us2(n, sum, __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED));
+	timed = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) ==
+		__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
+	n = measured(ps, &mean, &se2);
 	gc_policy_device(ps, min, GC_DEV_SELF, now);
 	seen_fold(ps, pc, now);
-	if (measured && n >= 2) {
-		ps->ps_oc_ref_ns = sum / n;
+	if (timed && n >= 2) {
+		ps->ps_oc_ref_ns = mean;
 		ps->ps_oc_ref_se2 = se2;
 		/* a stretch is 8 commits: until one is timed, the shortest
 		 * direct call is a commit's estimate (25 ms held 2 commits
