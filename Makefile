@@ -183,7 +183,7 @@ help:
 	@echo 'make            build/libgc.so and the tools (no packages beyond a C toolchain)'
 	@echo 'make bins       the same as plain make'
 	@echo 'make test-bins  every test program too (installs Criterion and FUSE first)'
-	@echo 'make test       unit, end-to-end, slow-disk, power-cut and observer tests (root for the disk parts; ~5 min)'
+	@echo 'make test       unit, end-to-end, slow-disk, power-cut, observer and package tests (root for the disk parts; ~9 min)'
 	@echo 'make e2e        only the end-to-end suites'
 	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
 	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
