@@ -7,18 +7,22 @@
 # reached the disk.
 #
 # Settings (environment):
-#   DEMO_SECS=3              seconds per run (two runs per row)
+#   DEMO_SECS=3              seconds per run (two runs per row, a pair)
 #   DEMO_THREADS=8           threads (fs_mark: processes) per workload
 #   DEMO_FLUSH_US="1000 4000"  flush latencies of the slow disks ("" skips them)
 #   DEMO_FS="ext4 xfs"       the slow disks' filesystems (ext4, ext4-fc, xfs,
 #                            btrfs): a slow disk per filesystem and latency
 #   DEMO_DIR=/var/tmp        where the machine's-disk folder is made
+#   DEMO_PAIRS=3             bare/libgc pairs on the machine's disk (odd): its
+#                            runs vary by 10-15% from one to the next, so its
+#                            row is the pair with the median ratio
 #   DEMO_LIB=build/libgc.so  the library to preload
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${DEMO_SECS:-3}
 nthr=${DEMO_THREADS:-8}
+pairs=${DEMO_PAIRS:-3}
 flushes=${DEMO_FLUSH_US-1000 4000}
 fslist=${DEMO_FS:-ext4 xfs}
 base=${DEMO_DIR:-/var/tmp}
@@ -34,12 +38,13 @@ die() {
 	exit 1
 }
 
-for v in secs nthr; do
+for v in secs nthr pairs; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "DEMO_${v^^} must be a positive integer, not '${!v}'"
 done
 for f in "$storm" "$synclat" "$lib"; do
 	[ -e "$f" ] || die "$f is missing: run 'make demo', which builds it"
 done
+[ $((pairs % 2)) = 1 ] || die "DEMO_PAIRS must be odd (its row is the median pair), not '$pairs'"
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 [ -d "$base" ] || die "$base is not a directory (set DEMO_DIR)"
 have_fsmark=1
@@ -193,11 +198,14 @@ header() {
 
 status=0
 
-# row DIR DISKNAME LABEL WORKLOAD: runs the workload bare and under libgc
-# and prints their row.
+# row DIR DISKNAME LABEL WORKLOAD [PAIRS]: runs the workload bare and under
+# libgc and prints their row.  With PAIRS (odd), that many pairs, the first
+# run of each pair bare and libgc by turns, and the row of the pair whose
+# ratio is the median; ROW_RATIOS lists every pair's ratio.
 row() {
-	local dir=$1 disk=$2 label=$3 wl=$4 files='' what ratio rps
-	local b_ops b_p50 b_p99 b_real b_flush
+	local dir=$1 disk=$2 label=$3 wl=$4 np=${5:-1} files='' what k line
+	local b_ops b_p50 b_p99 b_real b_flush g_ops g_p50 g_p99 g_real g_flush ratio rps
+	local -a lines=()
 	case $wl in
 	shared) what="shared log, $nthr thr" ;;
 	each) what="file each, $nthr thr" ;;
@@ -210,21 +218,38 @@ row() {
 		files=$(awk -v r="${R_OPS:-100}" -v s="$secs" -v n="$nthr" \
 			'BEGIN { f = int(r * s / n); if (f < 16) f = 16; print f }')
 	fi
-	run "$dir" "$disk" bare "$wl" "$files"
-	b_ops=$R_OPS b_p50=$R_P50 b_p99=$R_P99 b_real=$R_REAL b_flush=$R_FLUSH
-	run "$dir" "$disk" libgc "$wl" "$files"
-	G_DIRECT=$R_DIRECT G_REQ=$R_REQ
-	if [ -z "$b_ops" ] || [ -z "$R_OPS" ]; then
-		status=1
-		ratio=failed
-	else
-		ratio=$(awk -v g="$R_OPS" -v b="$b_ops" 'BEGIN { printf "%.2fx", (b > 0 ? g / b : 0) }')
-	fi
-	rps=$(awk -v q="$R_REQ" -v r="$R_REAL" 'BEGIN { if (r > 0) printf "%.1f", q / r; else print "-" }')
-	# shellcheck disable=SC2059
-	printf "$hdr" "$label" "$what" "$(printf %.0f "${b_ops:-0}")" "$(printf %.0f "${R_OPS:-0}")" \
-		"$ratio" "$b_real" "$R_REAL" "$rps" "$b_flush" "$R_FLUSH" \
-		"$(fmt_ms "$b_p50")" "$(fmt_ms "$R_P50")" "$(fmt_ms "$b_p99")" "$(fmt_ms "$R_P99")"
+	for ((k = 0; k < np; k++)); do
+		if [ $((k % 2)) = 1 ]; then
+			run "$dir" "$disk" libgc "$wl" "$files"
+			g_ops=$R_OPS g_p50=$R_P50 g_p99=$R_P99 g_real=$R_REAL g_flush=$R_FLUSH
+			G_DIRECT=$R_DIRECT G_REQ=$R_REQ
+		fi
+		run "$dir" "$disk" bare "$wl" "$files"
+		b_ops=$R_OPS b_p50=$R_P50 b_p99=$R_P99 b_real=$R_REAL b_flush=$R_FLUSH
+		if [ $((k % 2)) = 0 ]; then
+			run "$dir" "$disk" libgc "$wl" "$files"
+			g_ops=$R_OPS g_p50=$R_P50 g_p99=$R_P99 g_real=$R_REAL g_flush=$R_FLUSH
+			G_DIRECT=$R_DIRECT G_REQ=$R_REQ
+		fi
+		if [ -z "$b_ops" ] || [ -z "$g_ops" ]; then
+			status=1
+			ratio=failed
+		else
+			ratio=$(awk -v g="$g_ops" -v b="$b_ops" 'BEGIN { printf "%.2fx", (b > 0 ? g / b : 0) }')
+		fi
+		rps=$(awk -v q="$G_REQ" -v r="$g_real" 'BEGIN { if (r > 0) printf "%.1f", q / r; else print "-" }')
+		# shellcheck disable=SC2059
+		line=$(printf "$hdr" "$label" "$what" "$(printf %.0f "${b_ops:-0}")" \
+			"$(printf %.0f "${g_ops:-0}")" "$ratio" "$b_real" "$g_real" "$rps" "$b_flush" \
+			"$g_flush" "$(fmt_ms "$b_p50")" "$(fmt_ms "$g_p50")" "$(fmt_ms "$b_p99")" \
+			"$(fmt_ms "$g_p99")")
+		lines+=("$ratio ${G_DIRECT:-0} ${G_REQ:-0} $line")
+	done
+	# the median pair by ratio (a failed pair sorts first)
+	line=$(printf '%s\n' "${lines[@]}" | sort -n -k1,1 | sed -n "$((np / 2 + 1))p")
+	ROW_RATIOS=$(printf '%s\n' "${lines[@]}" | awk '{ print $1 }' | paste -sd' ')
+	read -r _ G_DIRECT G_REQ _ <<<"$line"
+	printf '%s\n' "$(cut -d' ' -f4- <<<"$line")"
 }
 
 # p50 in µs of one thread's 4 KiB write+fsync in DIR: what one flush costs.
@@ -322,10 +347,12 @@ disk_dir=$(mktemp -d "$base/libgc-demo.XXXXXX")
 # the mount's own name (stat -f names ext4 by its magic, "ext2/ext3")
 fstype=$(findmnt -n -o FSTYPE -T "$disk_dir" 2>/dev/null || stat -f -c %T "$disk_dir")
 m_p50=$(flush_p50 "$disk_dir")
-row "$disk_dir" "" "this disk" shared
+row "$disk_dir" "" "this disk" shared "$pairs"
 m_direct=$(awk -v d="$G_DIRECT" -v q="$G_REQ" 'BEGIN { if (q > 0) printf "%.0f", 100 * d / q; else print 0 }')
 echo
 echo "this disk: $fstype in $base, one 4 KiB write+fsync takes $(fmt_ms "${m_p50:-}") ms (p50)."
+[ "$pairs" = 1 ] ||
+	echo "Its row is the median of $pairs pairs, bare and libgc first by turns: ratios $ROW_RATIOS."
 if [ "${m_direct:-0}" -ge 50 ]; then
 	echo "libgc steps aside here: the disk's flush takes well under 1 ms, so there is little to"
 	echo "gather, and libgc made direct calls (${m_direct}% of requests made their own real call)."
