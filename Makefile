@@ -185,7 +185,7 @@ help:
 	@echo 'make test-bins  every test program too (installs Criterion and FUSE first)'
 	@echo 'make test       unit, end-to-end, slow-disk, power-cut, observer and package tests (root for the disk parts; ~9 min)'
 	@echo 'make e2e        only the end-to-end suites'
-	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~1 min, root)'
+	@echo 'make demo       bare vs libgc on a 1 ms and a 4 ms slow disk and this disk (~2 min, root)'
 	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
 	@echo 'make bench-ab   bare vs libgc on this disk, paired (sequential ABBA and concurrent), for small gaps'
 	@echo 'make bench-start what loading libgc costs a process that never syncs, against an empty preload'
