@@ -458,6 +458,16 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 	measure_from(ps, now + (len > first ? first : 0), now);
 }
 
+/* Probes @mode for two stretches against the held mode's requests,
+ * answered in @ref on average (its standard error squared @ref_se2). */
+static void oc_probe(struct gc_policy_state *ps, uint32_t mode, uint64_t ref, uint64_t ref_se2,
+		     uint64_t now)
+{
+	ps->ps_oc_ref_ns = ref;
+	ps->ps_oc_ref_se2 = ref_se2;
+	oc_start(ps, mode, true, 2 * oc_len(ps), now);
+}
+
 /* Holds @mode for @hold stretches. */
 static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
 		    uint32_t hold, uint64_t now)
@@ -596,11 +606,9 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 			oc_start(ps, mode, false, oc_len(ps), now);
 			return false;
 		}
-		ps->ps_oc_ref_ns = mean;
-		ps->ps_oc_ref_se2 = se2;
 		if (mode == GC_FB_DIRECT)
 			seen_fold(ps, pc, now);
-		oc_start(ps, !mode, true, 2 * oc_len(ps), now);
+		oc_probe(ps, !mode, mean, se2, now);
 		return true;
 	}
 	/* a probe ended: its mode holds if it answered sooner, beyond the
@@ -689,15 +697,13 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	gc_policy_device(ps, min, GC_DEV_SELF, now);
 	seen_fold(ps, pc, now);
 	if (timed && n >= 2) {
-		ps->ps_oc_ref_ns = mean;
-		ps->ps_oc_ref_se2 = se2;
 		/* a stretch is 8 commits: until one is timed, the shortest
 		 * direct call is a commit's estimate (25 ms held 2 commits
 		 * of 8 threads on the 4 ms disk, and grouping lost its probe
 		 * to the start's noise) */
 		if (!ps->ps_commit_samples)
 			ps->ps_commit_ns = min;
-		oc_start(ps, GC_FB_GROUP, true, 2 * oc_len(ps), now);
+		oc_probe(ps, GC_FB_GROUP, mean, se2, now);
 	} else {
 		oc_end(ps, pc, now);
 	}
