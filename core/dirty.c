@@ -219,6 +219,35 @@ static void ring_drop(struct gc_dirty_slot *s)
 	busy_set(s, false);
 }
 
+/* cachestat(2) is newer than many seccomp allow-lists, and the program
+ * itself never makes it: under a filter that kills at a call it does not
+ * know (systemd before 255 with SystemCallFilter= and no
+ * SystemCallErrorNumber=), the call would kill the program where bare runs.
+ * So it is made only by a thread seen to run under no filter just before:
+ * its status file says so the first time, prctl(PR_GET_SECCOMP) each time
+ * after (a filter is never lifted, so prctl meets a filter only once the
+ * program put one on itself meanwhile). Under one, or where it cannot
+ * tell, the process paces its waits, as without cachestat. */
+static __thread bool cs_clear __attribute__((tls_model("initial-exec")));
+
+static bool cs_usable(void)
+{
+	int m;
+
+	if (__atomic_load_n(&cs_state, __ATOMIC_RELAXED) < 0)
+		return false;
+	m = gc_sys_seccomp(cs_clear);
+	if (!m) {
+		cs_clear = true;
+		return true;
+	}
+	if (__atomic_exchange_n(&cs_state, -1, __ATOMIC_RELAXED) >= 0)
+		gc_log(GC_LOG_DEBUG,
+		       "dirty limiter: %s: no cachestat, waits paced at the bandwidth",
+		       m < 0 ? "a thread's seccomp mode unknown" : "a seccomp filter");
+	return false;
+}
+
 /* Pages of @rg still under writeback, from cachestat(2), which reads
  * page-cache state and nothing else; WB_PACED when it cannot tell (then
  * waits are paced), WB_GONE for a descriptor closed meanwhile: nothing left
@@ -235,7 +264,7 @@ static int64_t under_writeback(int fd, const struct gc_dirty_range *rg)
 	if (syscall(SYS_cachestat, fd, &cr, &cs, 0) < 0) {
 		if (errno == EBADF)
 			return WB_GONE;
-		/* ENOSYS before Linux 6.5, or whatever a seccomp filter answers */
+		/* ENOSYS before Linux 6.5, or what a filter answers */
 		if (__atomic_exchange_n(&cs_state, -1, __ATOMIC_RELAXED) >= 0)
 			gc_log(GC_LOG_DEBUG,
 			       "dirty limiter: no cachestat (errno %d): waits paced at the bandwidth",
@@ -275,7 +304,7 @@ static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 	uint64_t t0 = gc_now_ns(), now = t0, seen_at = 0, done, ns;
 	int64_t left, seen = 0;
 
-	while ((left = under_writeback(fd, rg)) > 0 && now < deadline) {
+	while ((left = cs_usable() ? under_writeback(fd, rg) : WB_PACED) > 0 && now < deadline) {
 		/* the rate since the last look, once there was one */
 		done = seen > left ? (uint64_t)(seen - left) * page_size() : 0;
 		ns = gc_dirty_poll_ns((uint64_t)left * page_size(),

@@ -169,6 +169,13 @@ void gc_sys_adopt(void);
 /* This process's pid namespace (the inode of /proc/self/ns/pid), 0 if
  * unknown; read once, again after fork (the child of an unshare). */
 uint64_t gc_sys_pidns(void);
+/* Whether the calling thread runs under a seccomp filter, which may kill
+ * the process at a system call it does not know: 0 none, else its mode (1
+ * strict, 2 filter), -1 unknown. @cheap: prctl(PR_GET_SECCOMP), which a
+ * filter itself sees (only for a thread already seen under none); else
+ * the Seccomp field of /proc/thread-self/status (a descriptor for the
+ * read; none on a kernel without seccomp). */
+int gc_sys_seccomp(bool cheap);
 /* Bumped at each adoption (and by gc_sys_gen_bump): a value cached per
  * thread against an older one is stale. gc_sys_gen_peek() makes no page:
  * 1 before it is made, 0 in a child made without atfork (wiped). */

@@ -23,6 +23,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "policy/dirty.h"
+#include "tests/e2e/progs/cskill.h"
 #include "tests/unit/unit.h"
 
 GC_UNIT_GLOBALS;
@@ -546,6 +547,62 @@ Test(dirty_core, write_behind_paced)
 	cr_expect_eq(sfr_waits, 0, "%u sync_file_range calls with a WAIT flag", sfr_waits);
 	unlink(p);
 	close(fd);
+}
+
+/* A thread's seccomp mode, from its status file and from prctl alike: none,
+ * then a filter once it put one on itself (in a child: a filter stays). */
+Test(dirty_core, seccomp_mode_read)
+{
+	pid_t c;
+	int st;
+
+	cr_assert_eq(gc_sys_seccomp(false), 0);
+	cr_assert_eq(gc_sys_seccomp(true), 0);
+	c = fork();
+	cr_assert_geq(c, 0);
+	if (!c) {
+		if (cskill_install(false))
+			_exit(3);
+		_exit(gc_sys_seccomp(false) == 2 && gc_sys_seccomp(true) == 2 ? 0 : 4);
+	}
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
+
+/* A writer that puts on itself a filter killing the process at
+ * cachestat(2), between two streams: the limiter's waits watched
+ * writeback through cachestat before, and pace after, with no call of it
+ * (the child would die of SIGSYS). */
+Test(dirty_core, filter_put_on_midway_paces)
+{
+	char p[64];
+	int fd = tmpfile_fd(p, sizeof(p)), st;
+	pid_t c;
+
+	c = fork();
+	cr_assert_geq(c, 0);
+	if (!c) {
+		struct gc_stats d;
+
+		gc_dirty_set_cachestat(0);
+		d = stream(fd, 16);
+		if (gc_dirty_cachestat() < 0)
+			_exit(77); /* no cachestat on this kernel */
+		if (d.dirty_paced || !d.dirty_waits)
+			_exit(5);
+		if (cskill_install(true))
+			_exit(3);
+		d = stream(fd, 16);
+		_exit(gc_dirty_cachestat() < 0 && d.dirty_waits && d.dirty_paced == d.dirty_waits
+			      ? 0 : 4);
+	}
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	unlink(p);
+	close(fd);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		cr_skip_test("no cachestat(2) (Linux < 6.5)");
+	cr_assert(!WIFSIGNALED(st), "the writer died of signal %d", WTERMSIG(st));
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d", WEXITSTATUS(st));
 }
 
 /* A real O_SYNC/O_DSYNC descriptor (LIBGC_OSYNC=keep) is not limited. */

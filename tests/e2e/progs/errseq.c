@@ -7,6 +7,10 @@
  *                                  file's extents: "ext OFFSET LENGTH"
  *   errseq prepmany DIR N KB       N such files DIR/f0.., their extents merged
  *   errseq two|fork|exec|dup|signal|dsync|reuse|write FILE KB
+ *   errseq sandbox FILE KB         writes KB KiB, then puts its thread under
+ *                                  a seccomp filter that kills the process
+ *                                  at cachestat(2) (cskill.h), then writes
+ *                                  them again: "wrote"
  *   errseq fsync FILE              a later process opens FILE and fsyncs
  *   errseq many DIR N KB           N files written and closed, a healthy one
  *                                  written and fsynced, then the N reopened
@@ -29,6 +33,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "cskill.h"
 
 #define CHUNK (256 * 1024)
 #define KIB 1024L
@@ -253,6 +259,21 @@ static void writer(const char *path, long kb)
 {
 	int fd = open_or_die(path, O_WRONLY);
 
+	write_all(fd, kb, 0);
+	close(fd);
+	printf("wrote\n");
+}
+
+/* A program that sandboxes itself between two streams of writes. */
+static void sandboxed(const char *path, long kb)
+{
+	int fd = open_or_die(path, O_WRONLY);
+
+	write_all(fd, kb, 0);
+	if (cskill_install(true)) {
+		fprintf(stderr, "errseq: seccomp: %s\n", strerror(errno));
+		exit(1);
+	}
 	write_all(fd, kb, 0);
 	close(fd);
 	printf("wrote\n");
@@ -595,6 +616,8 @@ int main(int argc, char **argv)
 		execed(argv[2], atol(argv[3]));
 	else if (!strcmp(cmd, "write"))
 		writer(argv[2], atol(argv[3]));
+	else if (!strcmp(cmd, "sandbox"))
+		sandboxed(argv[2], atol(argv[3]));
 	else if (!strcmp(cmd, "dup"))
 		dupped(argv[2], atol(argv[3]));
 	else if (!strcmp(cmd, "signal"))
