@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/name.h"
 #include "core/sys.h"
 
 #define DS_PATH_MAX 512
@@ -191,6 +192,35 @@ static struct {
 	char s_path[DS_PATH_MAX];
 } g_ds;
 
+/* The paths and buffers of the walks below the mount table and /sys: one
+ * set for the process, claimed for a walk, rather than a set on the stack
+ * per level of map_disk's recursion (3 KB each: a walk two deep took 6 KB
+ * of a signal handler's alternate stack). No walk keeps any of it across
+ * a recursive call. A walk that finds the set claimed (another thread's
+ * walk, or one a handler interrupted) does not wait: no answer this time. */
+static struct {
+	int w_busy;
+	char w_base[DS_PATH_MAX];
+	char w_p[DS_PATH_MAX + 320];
+	char w_val[DS_PATH_MAX];
+	char w_name[256];
+	char w_buf[2048];
+} g_walk;
+
+static bool walk_claim(void)
+{
+	int free_ = 0;
+
+	gc_made_note(GC_MADE_DEVSTATS);
+	return __atomic_compare_exchange_n(&g_walk.w_busy, &free_, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void walk_release(void)
+{
+	__atomic_store_n(&g_walk.w_busy, 0, __ATOMIC_RELEASE);
+}
+
 static const char *sys_root(void)
 {
 	return g_map.m_set ? g_map.m_sys : "/sys";
@@ -251,17 +281,18 @@ static bool exists(const char *path)
 	return fstatat(AT_FDCWD, path, &st, 0) == 0;
 }
 
-/* The one entry of a slaves/ directory: 1 and its name, 0 for none, 2 for
- * several (or unreadable). */
-static int only_slave(const char *dir, char *name, size_t size)
+/* The one entry of a slaves/ directory: 1 and its name (in w_name), 0 for
+ * none, 2 for several (or unreadable). Reads into w_buf. */
+static int only_slave(const char *dir)
 {
-	char buf[1024];
+	char *buf = g_walk.w_buf;
+	struct gc_name b;
 	int fd = sys_open(dir, O_RDONLY | O_DIRECTORY), found = 0;
 	long n;
 
 	if (fd < 0)
 		return 0;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(g_walk.w_buf))) > 0) {
 		for (long off = 0; off < n;) {
 			/* struct linux_dirent64: ino, off, reclen, type, name */
 			unsigned short reclen;
@@ -277,7 +308,9 @@ static int only_slave(const char *dir, char *name, size_t size)
 				continue;
 			if (++found > 1)
 				goto out;
-			snprintf(name, size, "%s", nm);
+			b = gc_name_in(g_walk.w_name, sizeof(g_walk.w_name));
+			gc_name_str(&b, nm);
+			gc_name_end(&b);
 		}
 	}
 	if (n < 0)
@@ -307,42 +340,53 @@ static uint64_t map_loop(uint64_t dev, const char *file, int depth)
 	return disk ? disk : dev;
 }
 
+/* w_p: the device's directory in /sys (w_base) and @tail. */
+static const char *sys_path(const char *tail, const char *name, const char *tail2)
+{
+	struct gc_name b = gc_name_in(g_walk.w_p, sizeof(g_walk.w_p));
+
+	gc_name_str(&b, g_walk.w_base);
+	gc_name_str(&b, tail);
+	if (name) {
+		gc_name_str(&b, name);
+		gc_name_str(&b, tail2);
+	}
+	return gc_name_end(&b) < (int)sizeof(g_walk.w_p) ? g_walk.w_p : "";
+}
+
 static uint64_t map_disk(uint64_t dev, int depth)
 {
-	char base[DS_PATH_MAX], p[DS_PATH_MAX + 320], val[DS_PATH_MAX], slave[256];
+	struct gc_name b = gc_name_in(g_walk.w_base, sizeof(g_walk.w_base));
 	uint64_t up;
-	int n;
 
 	if (!major(dev) || depth >= DS_DEPTH || !sys_root()[0])
 		return 0;
-	n = snprintf(base, sizeof(base), "%s/dev/block/%u:%u", sys_root(), major(dev),
-		     minor(dev));
-	if (n < 0 || (size_t)n >= sizeof(base))
+	gc_name_str(&b, sys_root());
+	gc_name_str(&b, "/dev/block/");
+	gc_name_num(&b, major(dev), 10);
+	gc_name_char(&b, ':');
+	gc_name_num(&b, minor(dev), 10);
+	if (gc_name_end(&b) >= (int)sizeof(g_walk.w_base))
 		return 0;
-	snprintf(p, sizeof(p), "%s/dev", base);
-	if (read_dev(p) != dev)
+	if (read_dev(sys_path("/dev", NULL, NULL)) != dev)
 		return 0;
 
 	/* /sys/dev/block/M:m is a symlink into the device tree; ".." after it
 	 * is resolved there, so this is the directory above: the disk. */
-	snprintf(p, sizeof(p), "%s/partition", base);
-	if (exists(p)) {
-		snprintf(p, sizeof(p), "%s/../dev", base);
-		up = read_dev(p);
+	if (exists(sys_path("/partition", NULL, NULL))) {
+		up = read_dev(sys_path("/../dev", NULL, NULL));
 		return up && up != dev ? map_disk(up, depth + 1) : 0;
 	}
 
-	snprintf(p, sizeof(p), "%s/loop/backing_file", base);
-	if (read_attr(p, val, sizeof(val)) > 0)
-		return map_loop(dev, val, depth);
+	if (read_attr(sys_path("/loop/backing_file", NULL, NULL), g_walk.w_val,
+		      sizeof(g_walk.w_val)) > 0)
+		return map_loop(dev, g_walk.w_val, depth);
 
 	/* dm and md: one slave is the same disk further down; with several
 	 * (raid, a volume over two disks) this device is where one request
 	 * is seen as one. */
-	snprintf(p, sizeof(p), "%s/slaves", base);
-	if (only_slave(p, slave, sizeof(slave)) == 1) {
-		snprintf(p, sizeof(p), "%s/slaves/%s/dev", base, slave);
-		up = read_dev(p);
+	if (only_slave(sys_path("/slaves", NULL, NULL)) == 1) {
+		up = read_dev(sys_path("/slaves/", g_walk.w_name, "/dev"));
 		if (up && up != dev && (up = map_disk(up, depth + 1)))
 			return up;
 	}
@@ -356,12 +400,15 @@ static uint64_t map_disk(uint64_t dev, int depth)
  * block device mounted there, if any (tmpfs, FUSE, overlay, NFS: none). */
 static uint64_t mount_source(const char *line, size_t len, uint64_t mnt_id)
 {
-	char want[32], src[DS_PATH_MAX];
+	char want[32], *src = g_walk.w_val;
+	struct gc_name b = gc_name_in(want, sizeof(want));
 	const char *end = line + len, *f, *sep;
 	struct stat st;
 	int n;
 
-	n = snprintf(want, sizeof(want), "%llu ", (unsigned long long)mnt_id);
+	gc_name_num(&b, mnt_id, 10);
+	gc_name_char(&b, ' ');
+	n = gc_name_end(&b);
 	if ((size_t)n > len || memcmp(line, want, (size_t)n))
 		return 0;
 	/* after " - ": type, source, options */
@@ -376,7 +423,7 @@ static uint64_t mount_source(const char *line, size_t len, uint64_t mnt_id)
 	f++;
 	sep = memchr(f, ' ', (size_t)(end - f));
 	n = (int)((sep ? sep : end) - f);
-	if (n < 2 || n >= (int)sizeof(src) || f[0] != '/')
+	if (n < 2 || n >= (int)sizeof(g_walk.w_val) || f[0] != '/')
 		return 0;
 	memcpy(src, f, (size_t)n);
 	src[n] = '\0';
@@ -385,9 +432,11 @@ static uint64_t mount_source(const char *line, size_t len, uint64_t mnt_id)
 	return st.st_rdev;
 }
 
+/* Reads into w_buf. */
 static uint64_t mount_device(uint64_t mnt_id)
 {
-	char buf[2048];
+	char *buf = g_walk.w_buf;
+	const size_t bs = sizeof(g_walk.w_buf);
 	size_t have = 0;
 	uint64_t found = 0;
 	bool skip = false;
@@ -396,7 +445,7 @@ static uint64_t mount_device(uint64_t mnt_id)
 	if (fd < 0)
 		return 0;
 	for (;;) {
-		ssize_t r = sys_read(fd, buf + have, sizeof(buf) - have);
+		ssize_t r = sys_read(fd, buf + have, bs - have);
 		char *p = buf, *nl, *end;
 
 		if (r <= 0)
@@ -409,7 +458,7 @@ static uint64_t mount_device(uint64_t mnt_id)
 			p = nl + 1;
 		}
 		have = (size_t)(end - p);
-		if (have == sizeof(buf)) {
+		if (have == bs) {
 			/* a line longer than the buffer: no source of ours */
 			have = 0;
 			skip = true;
@@ -431,8 +480,10 @@ void gc_devstats_alias(uint64_t st_dev, int fd)
 	if (!st_dev || major(st_dev))
 		return;
 	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 &&
-	    (sx.stx_mask & STATX_MNT_ID))
+	    (sx.stx_mask & STATX_MNT_ID) && walk_claim()) {
 		dev = mount_device(sx.stx_mnt_id);
+		walk_release();
+	}
 	errno = e;
 	if (!dev || !spin_lock(&g_map.m_lock))
 		return;
@@ -479,7 +530,13 @@ static uint64_t disk_of(uint64_t st_dev)
 		spin_unlock(&g_map.m_lock);
 	}
 	/* the walk takes a few dozen system calls: outside the lock */
-	disk = major(dev) ? map_disk(dev, 0) : 0;
+	disk = 0;
+	if (major(dev)) {
+		if (!walk_claim())
+			return 0; /* another walk is on: no answer, none kept */
+		disk = map_disk(dev, 0);
+		walk_release();
+	}
 	if (spin_lock(&g_map.m_lock)) {
 		int slot = -1;
 
@@ -1025,4 +1082,5 @@ GC_ONCE void gc_devstats_atfork_child(void)
 	__atomic_store_n(&g_blk.b_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_map.m_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_ds.s_lock, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_walk.w_busy, 0, __ATOMIC_RELAXED);
 }

@@ -24,7 +24,7 @@ void gc_log_line(const char *line)
 	errno = saved;
 }
 
-void gc_log(enum gc_log_level lvl, const char *fmt, ...)
+void gc_log_at(enum gc_log_level lvl, const char *fmt, ...)
 {
 	char line[512];
 	int saved = errno;

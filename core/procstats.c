@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/busguard.h"
+#include "core/name.h"
 #include "core/sys.h"
 
 enum { PS_OFF, PS_IDLE, PS_MAKING, PS_READY, PS_FAILED };
@@ -78,7 +79,7 @@ uint64_t gc_ps_pidns(void)
  * the command between its parentheses. */
 static uint64_t starttime_of(const char *statpath, char *comm, size_t len)
 {
-	char buf[1024], *p, *o;
+	char buf[512], *p, *o;	/* 52 numbers and a 16-byte name */
 	int field;
 
 	if (slurp(statpath, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
@@ -107,7 +108,29 @@ uint64_t gc_ps_starttime(int32_t pid)
 
 int gc_ps_name(char *buf, size_t len, uint32_t uid, uint64_t pidns, int32_t pid)
 {
-	return snprintf(buf, len, GC_PS_PREFIX "%u-%" PRIu64 "-%d", uid, pidns, (int)pid);
+	struct gc_name b = gc_name_in(buf, len);
+
+	/* GC_PS_PREFIX "%u-%" PRIu64 "-%d", without snprintf's stack */
+	gc_name_str(&b, GC_PS_PREFIX);
+	gc_name_num(&b, uid, 10);
+	gc_name_char(&b, '-');
+	gc_name_num(&b, pidns, 10);
+	gc_name_char(&b, '-');
+	if (pid < 0)
+		gc_name_char(&b, '-');
+	gc_name_num(&b, pid < 0 ? -(uint64_t)pid : (uint64_t)pid, 10);
+	return gc_name_end(&b);
+}
+
+/* @dir/@name into @buf; false if cut. */
+static bool ps_join(char *buf, size_t len, const char *dir, const char *name)
+{
+	struct gc_name b = gc_name_in(buf, len);
+
+	gc_name_str(&b, dir);
+	gc_name_char(&b, '/');
+	gc_name_str(&b, name);
+	return gc_name_end(&b) < (int)len;
 }
 
 /* Decimal digits up to @stop, at most @max; advances *@s past @stop. */
@@ -276,7 +299,7 @@ void gc_ps_ensure(bool sites)
 	uid = (uint32_t)syscall(SYS_geteuid);
 	pidns = gc_sys_pidns();
 	gc_ps_name(name, sizeof(name), uid, pidns, pid);
-	snprintf(ps_path, sizeof(ps_path), "%s/%s", ps_dir, name);
+	ps_join(ps_path, sizeof(ps_path), ps_dir, name);
 	for (tries = 0; tries < 2; tries++) {
 		fd = raw_open(ps_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0600);
 		if (fd >= 0 || errno != EEXIST)
@@ -423,9 +446,8 @@ static int seg_open(const char *dir, const char *name, int mode, struct stat *st
 	uint64_t pidns;
 	int fd;
 
-	if (!gc_ps_parse_name(name, uid, &pidns, pid))
+	if (!gc_ps_parse_name(name, uid, &pidns, pid) || !ps_join(path, sizeof(path), dir, name))
 		return -EPROTO;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
 			  mode | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
 	if (fd < 0)

@@ -16,6 +16,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "core/name.h"
 #include "core/sys.h"
 
 static const struct gc_fs gc_fs_table[] = {
@@ -74,42 +75,73 @@ static const struct gc_fs gc_fs_ext4_fc = {
 #define EXT4_TUNE_SB_GET(size) _IOC(_IOC_READ, 'f', 45, size)
 #define EXT4_TUNE_SB_COMPAT 64	/* offset of feature_compat */
 #define EXT4_COMPAT_FAST_COMMIT 0x400
+/* Whether the file at @path holds @needle (at most 63 characters), read
+ * a piece at a time: a small buffer, for a signal handler's stack. */
+static bool file_has(const char *path, const char *needle)
+{
+	char buf[256];
+	size_t len = strlen(needle), have = 0;
+	ssize_t n;
+	bool found = false;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || len >= 64)
+		return false;
+	while (!found && (n = syscall(SYS_read, fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		have += (size_t)n;
+		buf[have] = '\0';
+		found = strstr(buf, needle) != NULL;
+		/* keep the tail a match may start in */
+		if (have > len - 1) {
+			memmove(buf, buf + have - (len - 1), len - 1);
+			have = len - 1;
+		}
+	}
+	syscall(SYS_close, fd);
+	return found;
+}
+
 static bool ext4_fast_commit(int fd)
 {
-	char link[256], path[320], buf[2048];
+	char link[256], path[320];
+	unsigned char sb[256];
+	struct gc_name b;
 	const char *name;
-	ssize_t n, got = 0;
+	ssize_t n;
 	uint32_t compat;
 	struct stat st;
 	size_t size;
 
 	for (size = 232; size >= 228; size -= 4) {
-		memset(buf, 0, 256);
-		if (syscall(SYS_ioctl, fd, EXT4_TUNE_SB_GET(size), buf) == 0) {
-			memcpy(&compat, buf + EXT4_TUNE_SB_COMPAT, sizeof(compat));
+		memset(sb, 0, sizeof(sb));
+		if (syscall(SYS_ioctl, fd, EXT4_TUNE_SB_GET(size), sb) == 0) {
+			memcpy(&compat, sb + EXT4_TUNE_SB_COMPAT, sizeof(compat));
 			return compat & EXT4_COMPAT_FAST_COMMIT;
 		}
 	}
 	/* the device only here: where the ioctl answers, no fstat */
 	if (gc_sys_fstat(fd, &st) != 0)
 		return false;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	b = gc_name_in(path, sizeof(path));
+	gc_name_str(&b, "/sys/dev/block/");
+	gc_name_num(&b, major(st.st_dev), 10);
+	gc_name_char(&b, ':');
+	gc_name_num(&b, minor(st.st_dev), 10);
+	gc_name_end(&b);
 	n = syscall(SYS_readlinkat, AT_FDCWD, path, link, sizeof(link) - 1);
 	if (n <= 0)
 		return false;
 	link[n] = '\0';
 	name = strrchr(link, '/');
 	name = name ? name + 1 : link;
-	snprintf(path, sizeof(path), "/proc/fs/ext4/%s/options", name);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	b = gc_name_in(path, sizeof(path));
+	gc_name_str(&b, "/proc/fs/ext4/");
+	gc_name_str(&b, name);
+	gc_name_str(&b, "/options");
+	if (gc_name_end(&b) >= (int)sizeof(path))
 		return false;
-	while (got < (ssize_t)sizeof(buf) - 1 &&
-	       (n = syscall(SYS_read, fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += n;
-	syscall(SYS_close, fd);
-	buf[got] = '\0';
-	return strstr(buf, "\nfc_debug_force\n") != NULL;
+	/* one option a line */
+	return file_has(path, "\nfc_debug_force\n");
 }
 
 /* Elsewhere (FUSE passes the caller's file handle, NFS and CIFS sync what

@@ -20,6 +20,7 @@
 
 #include "core/busguard.h"
 #include "core/clock.h"
+#include "core/name.h"
 #include "core/sys.h"
 #include "policy/policy.h"
 
@@ -84,52 +85,9 @@ uint64_t gc_pidns(void)
 	return gc_sys_pidns();
 }
 
-/* A name built as snprintf would build it (cut to fit, always ended,
- * the full length returned), without snprintf: its code is four pages of
- * libc that a process syncing once would touch for nothing else, a page
- * fault each. */
-struct name_buf {
-	char *nb_buf;
-	size_t nb_len;	/* the buffer's size */
-	size_t nb_at;	/* the length so far, cut or not */
-};
-
-static void name_char(struct name_buf *b, char c)
-{
-	if (b->nb_at + 1 < b->nb_len)
-		b->nb_buf[b->nb_at] = c;
-	b->nb_at++;
-}
-
-static void name_str(struct name_buf *b, const char *s)
-{
-	for (; *s; s++)
-		name_char(b, *s);
-}
-
-static void name_num(struct name_buf *b, unsigned long long v, unsigned int base)
-{
-	char d[24];
-	int n = 0;
-
-	do {
-		d[n++] = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v);
-	while (n)
-		name_char(b, d[--n]);
-}
-
-static int name_end(struct name_buf *b)
-{
-	if (b->nb_len)
-		b->nb_buf[b->nb_at < b->nb_len ? b->nb_at : b->nb_len - 1] = '\0';
-	return (int)b->nb_at;
-}
-
 int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 {
-	struct name_buf b = { buf, len, 0 };
+	struct gc_name b = gc_name_in(buf, len);
 	uint64_t ns = gc_pidns();
 
 	/* The layout's version and size are in the name: builds that cannot
@@ -139,17 +97,17 @@ int gc_domain_path(char *buf, size_t len, uid_t uid, uint64_t dev)
 	if (!ns)
 		return -1;
 	_Static_assert(GC_DOM_VERSION >= 0, "the version is written unsigned");
-	name_str(&b, SHM_DIR "/libgc-");
-	name_num(&b, (unsigned)uid, 10);
-	name_char(&b, '-');
-	name_num(&b, dev, 16);
-	name_str(&b, "-p");
-	name_num(&b, ns, 10);
-	name_str(&b, "-v");
-	name_num(&b, GC_DOM_VERSION, 10);
-	name_char(&b, '-');
-	name_num(&b, sizeof(struct gc_domain), 16);
-	return name_end(&b);
+	gc_name_str(&b, SHM_DIR "/libgc-");
+	gc_name_num(&b, (unsigned)uid, 10);
+	gc_name_char(&b, '-');
+	gc_name_num(&b, dev, 16);
+	gc_name_str(&b, "-p");
+	gc_name_num(&b, ns, 10);
+	gc_name_str(&b, "-v");
+	gc_name_num(&b, GC_DOM_VERSION, 10);
+	gc_name_char(&b, '-');
+	gc_name_num(&b, sizeof(struct gc_domain), 16);
+	return gc_name_end(&b);
 }
 
 /* ---- a segment truncated under us ------------------------------------ */
@@ -228,7 +186,7 @@ bool gc_domain_check(const struct gc_domain *d)
 static struct gc_domain *create(const char *path, uint64_t dev, uid_t uid, const char **why)
 {
 	char proc[64];
-	struct name_buf b;
+	struct gc_name b;
 	struct gc_domain *d;
 	int fd, r;
 
@@ -244,10 +202,10 @@ static struct gc_domain *create(const char *path, uint64_t dev, uid_t uid, const
 	}
 	gc_domain_init_uid(d, dev, true, uid);
 	__atomic_store_n(&d->j_magic, GC_DOM_MAGIC, __ATOMIC_RELEASE);
-	b = (struct name_buf){ proc, sizeof(proc), 0 };
-	name_str(&b, "/proc/self/fd/");
-	name_num(&b, (unsigned int)fd, 10);
-	name_end(&b);
+	b = gc_name_in(proc, sizeof(proc));
+	gc_name_str(&b, "/proc/self/fd/");
+	gc_name_num(&b, (unsigned int)fd, 10);
+	gc_name_end(&b);
 	r = (int)syscall(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 	syscall(SYS_close, fd);
 	if (r < 0) {

@@ -2,7 +2,9 @@
 /* A signal handler that syncs while its thread forks: the handler may run
  * between the atfork handlers (the kernel even runs it in the middle of
  * fork, then restarts the fork), where the library must not hold a lock its
- * own request would wait for. Never hang: the run must end in time. */
+ * own request would wait for. Never hang: the run must end in time. And a
+ * handler that syncs on its alternate stack, which the library's calls
+ * must not outgrow. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -59,4 +61,48 @@ Test(forksig, fsync_in_a_signal_handler_during_fork)
 			 timer ? cases[i].how : "", timer ? " us into each round" : "");
 		forksig_case(cases[i].env, cases[i].how, what);
 	}
+}
+
+/* The depth the deepest step of tests/e2e/progs/altstack reached, from its
+ * "STEP=BYTES ... ok" line; 0 if the line is not there. */
+static long deepest(const char *out)
+{
+	static const char *const steps[] = { "first", "dir", "data", "osync", "again" };
+	long most = 0, v;
+
+	if (!strstr(out, " ok"))
+		return 0;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		v = e2e_out_long(out, steps[i]);
+		if (v <= 0)
+			return 0;
+		most = v > most ? v : most;
+	}
+	return most;
+}
+
+/* A crash handler that writes and syncs a report runs on an alternate
+ * stack (SA_ONSTACK), often SIGSTKSZ (8 KiB) or less. Under libgc its
+ * calls may take the library's first steps (the configuration, a domain,
+ * the device's lookup, the stats segment): those must fit in 2.5 KiB more
+ * than the same calls take bare, where a walk of /sys took 3 KiB a level
+ * and snprintf 2 KiB (8000 bytes against 2888 bare). */
+Test(forksig, a_handler_on_its_alternate_stack)
+{
+	const char *argv[] = { e2e_prog("altstack"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+	long b, g;
+
+	e2e_run(&bare, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&bare, "altstack bare");
+	e2e_run(&gc, PRE_GC, NULL, 30, argv);
+	e2e_expect_ok(&gc, "altstack under libgc");
+	b = deepest(bare.out);
+	g = deepest(gc.out);
+	cr_assert(b > 0 && g > 0, "bare: %s; libgc: %s", bare.out, gc.out);
+	cr_expect_leq(g, b + 2560, "the deepest step took %ld bytes under libgc, %ld bare: %s",
+		      g, b, gc.out);
+	cr_log_info("altstack: bare %s, libgc %s", bare.out, gc.out);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
 }
