@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Diagnostics: one formatted line per message, level-filtered by LIBGC_LOG,
- * written with a raw write(2) to fd 2 so logging never re-enters the shim. */
+ * written with a raw write(2) to fd 2 so logging never re-enters the shim,
+ * while fd 2 is stderr (gc_stderr_ok). */
 #include "core/log.h"
+#include "core/sys.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,7 +22,7 @@ void gc_log_line(const char *line)
 		n = sizeof(buf) - 2;
 	memcpy(buf, line, n);
 	buf[n++] = '\n';
-	syscall(SYS_write, 2, buf, n);
+	gc_stderr_write(buf, n);
 	errno = saved;
 }
 

@@ -7,6 +7,7 @@
 
 extern struct gc_config gc_cfg;
 
+/* @line and a newline on stderr (gc_stderr_write). */
 void gc_log_line(const char *line);
 void gc_log_at(enum gc_log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

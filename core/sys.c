@@ -268,6 +268,31 @@ uint64_t gc_sys_pidns(void)
 	return __atomic_load_n(&pidns_ino, __ATOMIC_RELAXED);
 }
 
+static int fd2_foreign;
+
+bool gc_stderr_ok(void)
+{
+	return !__atomic_load_n(&fd2_foreign, __ATOMIC_RELAXED);
+}
+
+void gc_stderr_gone(int fd)
+{
+	if (fd == 2)
+		__atomic_store_n(&fd2_foreign, 1, __ATOMIC_RELAXED);
+}
+
+void gc_stderr_chosen(int fd)
+{
+	if (fd == 2)
+		__atomic_store_n(&fd2_foreign, 0, __ATOMIC_RELAXED);
+}
+
+void gc_stderr_write(const char *buf, size_t n)
+{
+	if (gc_stderr_ok())
+		syscall(SYS_write, 2, buf, n);
+}
+
 int gc_sys_seccomp(bool cheap)
 {
 	static const char key[] = "\nSeccomp:";

@@ -169,6 +169,20 @@ void gc_sys_adopt(void);
 /* This process's pid namespace (the inode of /proc/self/ns/pid), 0 if
  * unknown; read once, again after fork (the child of an unshare). */
 uint64_t gc_sys_pidns(void);
+/*
+ * Whether descriptor 2 is the stderr the process was given, or one the
+ * program put there itself (dup2, dup3): not after the program closed it,
+ * nor once one of its calls made a new descriptor 2 implicitly (open,
+ * dup, a pipe): a daemon that closed its standard descriptors may have its
+ * data file there. The library then writes none of its messages there.
+ * The shim reports the program's calls: gc_stderr_gone(fd) for a number
+ * closed or newly made, gc_stderr_chosen(fd) for one a dup2 made.
+ */
+bool gc_stderr_ok(void);
+void gc_stderr_gone(int fd);
+void gc_stderr_chosen(int fd);
+/* @n bytes on descriptor 2 with one raw write, where gc_stderr_ok(). */
+void gc_stderr_write(const char *buf, size_t n);
 /* Whether the calling thread runs under a seccomp filter, which may kill
  * the process at a system call it does not know: 0 none, else its mode (1
  * strict, 2 filter), -1 unknown. @cheap: prctl(PR_GET_SECCOMP), which a

@@ -75,7 +75,7 @@ void gc_domain_poison(const struct gc_domain *d, const char *why)
 					 (int)getpid(), why);
 
 			if (n > 0)
-				syscall(SYS_write, 2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+				gc_stderr_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 		}
 	}
 }
@@ -122,7 +122,7 @@ static void segment_gone(void *m)
 		"libgc: a shared segment was truncated under us; this process groups privately from now on\n";
 
 	if (poison_add(m))
-		syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+		gc_stderr_write(msg, sizeof(msg) - 1);
 }
 
 bool gc_domain_is_segment(const struct gc_domain *d)

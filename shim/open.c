@@ -339,13 +339,17 @@ static int open_common(enum open_variant v, int dirfd, const char *path, int fla
 	uint64_t t;
 	int r;
 
-	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled)
-		return open_plain(v, dirfd, path, flags, mode);
+	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled) {
+		r = open_plain(v, dirfd, path, flags, mode);
+		gc_stderr_gone(r);
+		return r;
+	}
 	/* an O_TRUNC open changes the file: counted, and a file with intent
 	 * records is checkpointed first */
 	t = gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
 	r = open_plain(v, dirfd, path, flags, mode);
 	gc_intent_meta_done(t);
+	gc_stderr_gone(r);
 	return r;
 }
 
@@ -440,13 +444,21 @@ GC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 	return open_common(OV_OPENAT64_2, dirfd, path, flags, 0);
 }
 
+/* @r, a descriptor the program's call made at the lowest free number (or
+ * -1): where that is 2, descriptor 2 is not stderr any more (core/log.h). */
+static int new_number(int r)
+{
+	gc_stderr_gone(r);
+	return r;
+}
+
 /* creat() cannot ask for O_SYNC: counted and passed through. */
 GC_EXPORT int creat(const char *path, mode_t mode)
 {
 	if (unlikely(!gc_init()))
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 	GC_COUNT(creat);
-	return gc_real.creat(path, mode);
+	return new_number(gc_real.creat(path, mode));
 }
 
 GC_EXPORT int creat64(const char *path, mode_t mode)
@@ -455,7 +467,7 @@ GC_EXPORT int creat64(const char *path, mode_t mode)
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE,
 				mode);
 	GC_COUNT(creat64);
-	return gc_real.creat64(path, mode);
+	return new_number(gc_real.creat64(path, mode));
 }
 
 /* The swap lock, for a number with an entry only: exec preparation and
@@ -500,6 +512,7 @@ GC_EXPORT int close(int fd)
 	saved = errno;
 	gc_fd_close_end(fd, token);
 	gc_fd_swap_unlock(taken);
+	gc_stderr_gone(fd);
 	errno = saved;
 	return r;
 }
@@ -549,6 +562,8 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	GC_COUNT(close_range);
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return real_close_range(first, last, flags);
+	if (first <= 2 && last >= 2)
+		gc_stderr_gone(2);
 	fd = gc_fd_next((int)(first > INT32_MAX ? INT32_MAX : first));
 	if (fd >= 0 && (unsigned)fd <= last)
 		taken = swap_lock_if(fd);
@@ -717,7 +732,7 @@ GC_EXPORT int dup(int oldfd)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup, oldfd);
 	GC_COUNT(dup);
-	return dup_common(DK_DUP, oldfd, 0, 0);
+	return new_number(dup_common(DK_DUP, oldfd, 0, 0));
 }
 
 /* The program puts a descriptor at @newfd: one the library keeps there
@@ -745,6 +760,8 @@ GC_EXPORT int dup2(int oldfd, int newfd)
 	taken = swap_lock_if(newfd);
 	r = dup_common(DK_DUP2, oldfd, newfd, 0);
 	gc_fd_swap_unlock(taken);
+	if (r >= 0)
+		gc_stderr_chosen(r);
 	return r;
 }
 
@@ -761,6 +778,8 @@ GC_EXPORT int dup3(int oldfd, int newfd, int flags)
 	taken = swap_lock_if(newfd);
 	r = dup_common(DK_DUP3, oldfd, newfd, flags);
 	gc_fd_swap_unlock(taken);
+	if (r >= 0)
+		gc_stderr_chosen(r);
 	return r;
 }
 
@@ -804,9 +823,9 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	switch (cmd) {
 	case F_DUPFD:
-		return dup_common(DK_DUPFD, fd, (int)(long)arg, 0);
+		return new_number(dup_common(DK_DUPFD, fd, (int)(long)arg, 0));
 	case F_DUPFD_CLOEXEC:
-		return dup_common(DK_DUPFD_CLOEXEC, fd, (int)(long)arg, 0);
+		return new_number(dup_common(DK_DUPFD_CLOEXEC, fd, (int)(long)arg, 0));
 	case F_SETFD:
 		return setfd_common(real, fd, arg);
 	}
@@ -896,6 +915,8 @@ GC_EXPORT void closefrom(int lowfd)
 		return;
 	}
 	GC_COUNT(closefrom);
+	if (lowfd <= 2)
+		gc_stderr_gone(2);
 	if (lowfd >= 0 && unlikely(gc_own_maybe(INT_MAX)) &&
 	    gc_own_in((unsigned int)lowfd, ~0U, own)) {
 		close_range((unsigned int)lowfd, ~0U, 0);
@@ -938,6 +959,15 @@ static int unwind_pipe(int fds[2], int flags)
 	return 0;
 }
 
+static int pipe_numbers(int r, const int fds[2])
+{
+	if (r == 0) {
+		gc_stderr_gone(fds[0]);
+		gc_stderr_gone(fds[1]);
+	}
+	return r;
+}
+
 GC_EXPORT int pipe2(int fds[2], int flags)
 {
 	if (unlikely(!gc_init()))
@@ -945,7 +975,7 @@ GC_EXPORT int pipe2(int fds[2], int flags)
 	GC_COUNT(pipe2);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, flags);
-	return gc_real.pipe2(fds, flags);
+	return pipe_numbers(gc_real.pipe2(fds, flags), fds);
 }
 
 GC_EXPORT int pipe(int fds[2])
@@ -955,5 +985,5 @@ GC_EXPORT int pipe(int fds[2])
 	GC_COUNT(pipe);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, 0);
-	return gc_real.pipe(fds);
+	return pipe_numbers(gc_real.pipe(fds), fds);
 }

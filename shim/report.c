@@ -47,7 +47,7 @@ void gc_report_arm(void)
 
 	if (__atomic_exchange_n(&gc_report_armed, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (!gc_conf() || !gc_cfg.c_report[0] || fstat(2, &st) < 0)
+	if (!gc_conf() || !gc_cfg.c_report[0] || !gc_stderr_ok() || fstat(2, &st) < 0)
 		return;
 	/* kept for a file report too: where to say that it could not be written */
 	fd = raw_fcntl(2, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
@@ -71,7 +71,7 @@ static int stderr_fd(void)
 	if (rep_fd >= 0)
 		gc_own_drop(&rep_fd);
 	rep_fd = -1;
-	return raw_fcntl(2, F_GETFD, 0) >= 0 ? 2 : -1;
+	return gc_stderr_ok() && raw_fcntl(2, F_GETFD, 0) >= 0 ? 2 : -1;
 }
 
 static void put(int fd, const char *buf, size_t n)

@@ -216,6 +216,37 @@ Test(semantics, bad_values_warn_once_and_run)
 	}
 }
 
+/* A daemon whose data file landed on descriptor 2 (it closed its standard
+ * ones first, or started with 2 closed): a warning of the library's (a bad
+ * value here) or its exit report must not be written into the file. The
+ * file holds the records alone, as bare. */
+Test(semantics, no_message_into_a_file_on_descriptor_2)
+{
+	static const char *const env[] = { "LIBGC_WAIT_US=12x", "LIBGC_REPORT=1", NULL };
+	static const char *const hows[] = { "close", "dup", "exec" };
+	const char *data = e2e_path("fd2data");
+
+	for (size_t i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+		const char *direct[] = { e2e_prog("fd2data"), hows[i], e2e_dir(), NULL };
+		/* exec: descriptor 2 closed before the program starts */
+		const char *closed[] = { "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&-",
+					 e2e_prog("fd2data"), hows[i], e2e_dir(), NULL };
+		const char *const *argv = strcmp(hows[i], "exec") ? direct : closed;
+		struct e2e_run r;
+		char *got;
+
+		e2e_run(&r, PRE_GC, env, 30, argv);
+		e2e_expect_ok(&r, hows[i]);
+		got = e2e_slurp(data);
+		cr_expect(strstr(r.out, "fd=2"), "%s: the data file is not on 2: %s", hows[i],
+			  r.out);
+		cr_expect_str_eq(got, "record\nrecord\nrecord\n", "%s: the data file holds:\n%s",
+				 hows[i], got);
+		free(got);
+		e2e_run_free(&r);
+	}
+}
+
 Test(semantics, good_values_are_silent)
 {
 	static const char *const good[][4] = {
