@@ -193,33 +193,20 @@ static struct {
 } g_ds;
 
 /* The paths and buffers of the walks below the mount table and /sys: one
- * set for the process, claimed for a walk, rather than a set on the stack
+ * set for the process, taken for a walk, rather than a set on the stack
  * per level of map_disk's recursion (3 KB each: a walk two deep took 6 KB
  * of a signal handler's alternate stack). No walk keeps any of it across
- * a recursive call. A walk that finds the set claimed (another thread's
- * walk, or one a handler interrupted) does not wait: no answer this time. */
+ * a recursive call. Taken as the locks above are: another thread's walk is
+ * waited for; one this thread was in when a handler interrupted it gives
+ * the handler no answer, which is not kept. */
 static struct {
-	int w_busy;
+	int w_lock;
 	char w_base[DS_PATH_MAX];
 	char w_p[DS_PATH_MAX + 320];
 	char w_val[DS_PATH_MAX];
 	char w_name[256];
 	char w_buf[2048];
 } g_walk;
-
-static bool walk_claim(void)
-{
-	int free_ = 0;
-
-	gc_made_note(GC_MADE_DEVSTATS);
-	return __atomic_compare_exchange_n(&g_walk.w_busy, &free_, 1, false, __ATOMIC_ACQUIRE,
-					   __ATOMIC_RELAXED);
-}
-
-static void walk_release(void)
-{
-	__atomic_store_n(&g_walk.w_busy, 0, __ATOMIC_RELEASE);
-}
 
 static const char *sys_root(void)
 {
@@ -480,9 +467,9 @@ void gc_devstats_alias(uint64_t st_dev, int fd)
 	if (!st_dev || major(st_dev))
 		return;
 	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 &&
-	    (sx.stx_mask & STATX_MNT_ID) && walk_claim()) {
+	    (sx.stx_mask & STATX_MNT_ID) && spin_lock(&g_walk.w_lock)) {
 		dev = mount_device(sx.stx_mnt_id);
-		walk_release();
+		spin_unlock(&g_walk.w_lock);
 	}
 	errno = e;
 	if (!dev || !spin_lock(&g_map.m_lock))
@@ -532,10 +519,10 @@ static uint64_t disk_of(uint64_t st_dev)
 	/* the walk takes a few dozen system calls: outside the lock */
 	disk = 0;
 	if (major(dev)) {
-		if (!walk_claim())
-			return 0; /* another walk is on: no answer, none kept */
+		if (!spin_lock(&g_walk.w_lock))
+			return 0; /* no answer, none kept */
 		disk = map_disk(dev, 0);
-		walk_release();
+		spin_unlock(&g_walk.w_lock);
 	}
 	if (spin_lock(&g_map.m_lock)) {
 		int slot = -1;
@@ -1082,5 +1069,5 @@ GC_ONCE void gc_devstats_atfork_child(void)
 	__atomic_store_n(&g_blk.b_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_map.m_lock, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_ds.s_lock, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_walk.w_busy, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_walk.w_lock, 0, __ATOMIC_RELAXED);
 }

@@ -803,6 +803,18 @@ static void slave(const char *dir, const char *name, const char *dev)
 	mk(rel, dev);
 }
 
+/* The fake tree's deepest walks, each answered right (NULL) or not. */
+static void *walker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 10; i++)
+		if (gc_devstats_disk(makedev(9, 0)) != makedev(8, 0) ||
+		    gc_devstats_disk(makedev(253, 0)) != makedev(8, 0) ||
+		    gc_devstats_disk(makedev(8, 2)) != makedev(8, 0))
+			return (void *)1;
+	return NULL;
+}
+
 Test(devstats, disk_fake_sysfs)
 {
 	struct stat here, shm;
@@ -895,6 +907,21 @@ Test(devstats, disk_fake_sysfs)
 	for (int round = 0; round < 2; round++)
 		for (unsigned int i = 0; i < 40; i++)
 			cr_expect_eq(gc_devstats_disk(makedev(240, i)), makedev(240, i));
+
+	/* walks of several threads at once: one set of paths, taken in turn
+	 * (a thread that found it taken answered nothing) */
+	for (int round = 0; round < 20; round++) {
+		pthread_t t[4];
+		void *bad;
+
+		use_paths(g_sys);
+		for (int i = 0; i < 4; i++)
+			cr_assert_eq(pthread_create(&t[i], NULL, walker, NULL), 0);
+		for (int i = 0; i < 4; i++) {
+			cr_assert_eq(pthread_join(t[i], &bad), 0);
+			cr_expect_null(bad, "round %d: a walk answered wrong", round);
+		}
+	}
 	use_paths(NULL);
 	cr_expect_eq(gc_devstats_disk(makedev(240, 5)), 0, "init drops the fake tree's answers");
 }
