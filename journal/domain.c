@@ -37,6 +37,8 @@ void gc_domain_init_uid(struct gc_domain *d, uint64_t dev, bool shared, uid_t ui
 	d->j_dev = dev;
 	d->j_uid = (uint32_t)uid;
 	d->j_pidns = shared ? gc_pidns() : 0;
+	if (shared)
+		gc_domain_clock_note(d);
 	d->j_shared = shared;
 	d->j_running = d->j_committing = GC_NONE;
 	gc_policy_init(&d->j_policy);
@@ -244,6 +246,31 @@ struct gc_domain *gc_domain_private(uint64_t dev)
 	return d;
 }
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, in ms: the same for every process of
+ * one time namespace at any instant (they read one timekeeper); a time
+ * namespace offsets the monotonic clock, not the real-time one. */
+static int64_t clock_skew_ms(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000 +
+	       ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec) / 1000000;
+}
+
+void gc_domain_clock_note(struct gc_domain *d)
+{
+	__atomic_store_n(&d->j_clock_ms, clock_skew_ms(), __ATOMIC_RELAXED);
+}
+
+bool gc_domain_same_clock(const struct gc_domain *d)
+{
+	int64_t diff = clock_skew_ms() - __atomic_load_n(&d->j_clock_ms, __ATOMIC_RELAXED);
+
+	return diff <= GC_CLOCK_TOL_MS && diff >= -GC_CLOCK_TOL_MS;
+}
+
 bool gc_domain_join(struct gc_domain *d, pid_t pid)
 {
 	int i, live = 0, dead = 0, free_i = -1;
@@ -286,6 +313,7 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 	if (free_i < 0)
 		return false;
 	d->j_members[free_i] = pid;
+	gc_domain_clock_note(d);
 	return true;
 }
 

@@ -12,7 +12,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 16
+#define GC_DOM_VERSION 17
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -117,6 +117,11 @@ struct gc_domain {
 	uint32_t j_size;
 	uint64_t j_dev;
 	uint64_t j_pidns;	/* pid namespace (inode of /proc/self/ns/pid) */
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC (ms) as the members read it, set
+	 * at each join and commit: a process in another time namespace (its
+	 * monotonic clock offset) reads another, and must not mix its times
+	 * with theirs (gc_domain_same_clock) */
+	int64_t j_clock_ms;
 	uint32_t j_uid;
 	uint32_t j_shared;	/* futexes are process-shared */
 	struct gc_lock j_lock;
@@ -242,6 +247,12 @@ int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline);
 /* With j_lock held: record @pid as a member (reaping dead ones first, and
  * resetting a segment that has no live member). false: member table full. */
 bool gc_domain_join(struct gc_domain *d, pid_t pid);
+/* Whether this process's clocks are the members' (j_clock_ms, within
+ * GC_CLOCK_TOL_MS: drift between refreshes, a clock step). */
+#define GC_CLOCK_TOL_MS 2000
+bool gc_domain_same_clock(const struct gc_domain *d);
+/* Sets j_clock_ms from this process's clocks (a member, with the lock). */
+void gc_domain_clock_note(struct gc_domain *d);
 /* With j_lock held: forget @pid; true when no member is left. */
 bool gc_domain_leave(struct gc_domain *d, pid_t pid);
 

@@ -80,7 +80,9 @@ GC_ONCE void gc_journal_atfork_child(void)
 	}
 	/* a child of unshare(CLONE_NEWPID) is in another pid namespace: the
 	 * pids in its parent's segments mean nothing there (gc_sys_adopt
-	 * forgot the namespace: it is read again) */
+	 * forgot the namespace: it is read again); one of
+	 * unshare(CLONE_NEWTIME), in another time namespace, whose times do
+	 * not compare with the members' */
 	for (i = gc_ndomains - 1; i >= 0; i--) {
 		struct gc_domain *d = gc_domains[i].dr_dom;
 
@@ -89,6 +91,8 @@ GC_ONCE void gc_journal_atfork_child(void)
 			gc_domains[i].dr_joined = 0;
 			if (d->j_pidns != gc_pidns())
 				gc_domain_poison(d, "another pid namespace after fork");
+			else if (!gc_domain_same_clock(d))
+				gc_domain_poison(d, "another time namespace after fork");
 			continue;
 		}
 		gc_domain_reset_txns(d);

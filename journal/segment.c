@@ -250,6 +250,12 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, uid_t uid
 		*why = "segment failed validation (magic, version, size, device, owner or an index)";
 		return NULL;
 	}
+	/* not broken: its members' times are not ours to compare with */
+	if (!gc_domain_same_clock(d)) {
+		map_drop(d);
+		*why = "its members' monotonic clock is not ours: another time namespace";
+		return NULL;
+	}
 	return d;
 }
 

@@ -193,6 +193,8 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	gc_stat_add(batched, t->t_joined);
 	gc_stat_add(commit_ns, now - t->t_close_ns);
 	gc_stat_add(open_ns, t->t_close_ns - t->t_start_ns);
+	if (gc_domain_is_segment(d))
+		gc_domain_clock_note(d); /* a clock step or drift: joiners still match */
 	if (!t->t_refs)
 		t->t_state = T_FREE;
 }

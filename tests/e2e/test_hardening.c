@@ -204,6 +204,30 @@ Test(hardening, peers_in_another_pid_namespace)
 	}
 }
 
+/* The same, with the second copy in a new time namespace (the same pid
+ * namespace) whose monotonic clock runs a day ahead: the times the members
+ * write in a segment (a failure's, a deadline) would mean another instant
+ * there. Its processes stay out of the others' segment (grouping within
+ * each process, said once each), and every request is covered. */
+Test(hardening, peers_in_another_time_namespace)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000", NULL };
+	const char *argv[] = { e2e_prog("pidns"), "-T", "86400", e2e_prog("hammer"), "-p", "2",
+			       "-t", "2", "-n", "20", e2e_path("file"), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+
+	need_isolation();
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, "two time namespaces");
+	if (r.code == 77)
+		cr_skip_test("cannot make a time namespace: %s", r.err);
+	e2e_expect_ok(&r, "two time namespaces");
+	expect_covered(&s, 160, false, "two time namespaces");
+	cr_expect(strstr(r.err, "another time namespace"),
+		  "the copy a day ahead joined the others' segment: %s", r.err);
+	e2e_run_free(&r);
+}
+
 /* ---- 3. a descriptor's own error --------------------------------------- */
 
 /* Threads fsync an ordinary descriptor of a file while others fsync an

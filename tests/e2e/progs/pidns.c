@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* pidns PROG [ARG...]: runs PROG twice at once, one copy in this pid
- * namespace and one as the first process of a new one (root only), both
- * seeing the same /dev/shm and uid, as containers sharing it do. Exits 0
- * only when both copies did. */
+/* pidns [-T SECONDS] PROG [ARG...]: runs PROG twice at once, one copy in
+ * this pid namespace and one as the first process of a new one (root
+ * only), both seeing the same /dev/shm and uid, as containers sharing it
+ * do. With -T, the second copy is in a new time namespace instead (the
+ * same pid namespace), its monotonic clock SECONDS ahead. Exits 0 only
+ * when both copies did; 77 when the namespace cannot be made. */
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -38,21 +40,46 @@ static int reap(pid_t pid, const char *where)
 	return 1;
 }
 
+/* The clocks of the time namespace this process's children will enter:
+ * monotonic and boottime @secs ahead. */
+static int time_ahead(const char *secs)
+{
+	char line[96];
+	FILE *f;
+	int ok;
+
+	if (unshare(CLONE_NEWTIME) != 0)
+		return -1;
+	f = fopen("/proc/self/timens_offsets", "w");
+	if (!f)
+		return -1;
+	snprintf(line, sizeof(line), "monotonic %s 0\nboottime %s 0\n", secs, secs);
+	ok = fputs(line, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
+	const char *ahead = NULL;
 	pid_t here, there;
 	int bad;
 
+	if (argc > 2 && !strcmp(argv[1], "-T")) {
+		ahead = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 2)
 		return 2;
 	here = start(argv + 1);
-	if (unshare(CLONE_NEWPID) != 0) {
-		fprintf(stderr, "pidns: unshare(CLONE_NEWPID): %s\n", strerror(errno));
+	if (ahead ? time_ahead(ahead) != 0 : unshare(CLONE_NEWPID) != 0) {
+		fprintf(stderr, "pidns: %s: %s\n", ahead ? "a time namespace" : "unshare(CLONE_NEWPID)",
+			strerror(errno));
 		kill(here, SIGKILL);
 		reap(here, "this namespace");
 		return 77;
 	}
-	there = start(argv + 1);	/* pid 1 of the new namespace */
+	there = start(argv + 1);	/* pid 1 of the new pid namespace, or in the new time one */
 	bad = reap(here, "this namespace");
 	bad |= reap(there, "the new namespace");
 	printf("pidns: here=%d there=%d bad=%d\n", (int)here, (int)there, bad);
