@@ -620,10 +620,6 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	pin = gc_sys_fd_pin(fd);
 	r = grouped_pinned(pin, datasync, begun, d, &st, now);
 	gc_sys_fd_unpin(pin, fd);
-	/* the copy closed by the program meanwhile (a close_range() over
-	 * the floor): the program's own number, as before the copy */
-	if (r == -EBADF && pin != fd)
-		r = held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
 	return r;
 }
 

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* fdswap DIR ROUNDS [closefrom]: another thread puts a different file on a
- * descriptor (dup2) while a thread's fsync of it is under way. Bare, the
- * call has its file from its first instant and syncs it whatever the
- * number names later. Each round: thread A opens DIR/x, writes, and
- * fsyncs; thread B, once A is in the call, waits 300 us and dup2()s
- * DIR/y's descriptor onto A's number (with closefrom: closes every
- * descriptor from 256 up instead, where a library keeps its own).
+/* fdswap DIR ROUNDS: another thread puts a different file on a descriptor
+ * (dup2) while a thread's fsync of it is under way. Bare, the call has its
+ * file from its first instant and syncs it whatever the number names later.
+ * Each round: thread A opens DIR/x, writes, and fsyncs; thread B, once A is
+ * in the call, waits 300 us and dup2()s DIR/y's descriptor onto A's number.
  * Thread C fsyncs DIR/z meanwhile, so that A's request has company. Prints
  * "rounds=N failed=K". */
 #include <fcntl.h>
@@ -17,7 +15,7 @@
 #include <unistd.h>
 
 static char px[4096], py[4096], pz[4096];
-static int xfd = -1, yfd, rounds, closing;
+static int xfd = -1, yfd, rounds;
 static volatile int in_call, stop, done_round;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -39,10 +37,7 @@ static void *swapper(void *arg)
 		in_call = 0;
 		pthread_mutex_unlock(&mu);
 		nap_us(300);
-		if (closing)
-			closefrom(256);
-		else
-			dup2(yfd, xfd);
+		dup2(yfd, xfd);
 	}
 	return NULL;
 }
@@ -66,10 +61,9 @@ int main(int argc, char **argv)
 	pthread_t b, c;
 	int failed = 0;
 
-	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "closefrom")))
+	if (argc != 3)
 		return 2;
 	rounds = atoi(argv[2]);
-	closing = argc == 4;
 	snprintf(px, sizeof(px), "%s/x", argv[1]);
 	snprintf(py, sizeof(py), "%s/y", argv[1]);
 	snprintf(pz, sizeof(pz), "%s/z", argv[1]);
