@@ -369,23 +369,6 @@ int gc_sys_fd_up(int fd)
 	return hi;
 }
 
-int gc_sys_fd_pin(int fd)
-{
-	int e = errno, pin = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
-
-	errno = e;
-	return pin >= 0 ? pin : fd;
-}
-
-void gc_sys_fd_unpin(int pin, int fd)
-{
-	int e = errno;
-
-	if (pin != fd)
-		syscall(SYS_close, pin);
-	errno = e;
-}
-
 /* ---- descriptors of our own --------------------------------------------- */
 
 static int *own[GC_OWN_FDS];

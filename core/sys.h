@@ -231,14 +231,6 @@ int gc_sys_fd_floor(void);
  * the new number, or -1 with errno when it cannot be moved (@fd is closed
  * all the same: nothing of ours stays in the program's range). Raw calls. */
 int gc_sys_fd_up(int fd);
-/* A copy of @fd at the floor or above, close-on-exec, kept by a request
- * while it waits (the same open file description: its file and its error
- * cursor); @fd itself where no copy can be made. gc_sys_fd_unpin(pin, fd)
- * closes the copy. Not in the kept set (gc_own_keep): a program's dup2()
- * onto that very number, or a close_range() over it, meanwhile is seen by
- * the inode check after the real call. Raw calls. */
-int gc_sys_fd_pin(int fd);
-void gc_sys_fd_unpin(int pin, int fd);
 
 /*
  * The descriptors the library keeps open (the exit report's copy of

@@ -452,8 +452,6 @@ static int held_result(const struct gc_domain *d, int fd, uint64_t begun, int di
 }
 
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);
-static int grouped_pinned(int fd, bool datasync, uint64_t begun, struct gc_domain *d,
-			  const struct stat *stp, uint64_t now);
 
 /*
  * The request's route: shim -> here -> core (the real call, the clock,
@@ -582,10 +580,12 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
  * it (gc_domain_held_result). */
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d)
 {
+	struct gc_handle h;
 	struct stat st;
 	uint64_t now, w, t1;
 	uint32_t kind;
-	int r, pin;
+	bool owner = false, rejoined, alone;
+	int r;
 
 	/* From here on this process is named to others (membership, handles,
 	 * the lock): not by a child sharing our memory (vfork), which would
@@ -612,26 +612,6 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		return held_result(d, fd, begun, S_ISDIR(st.st_mode),
 				   direct_request(d, fs_flags(d), w, kind, fd, S_ISDIR(st.st_mode),
 						  datasync, gc_now_ns(), &t1));
-	/* From here the request may wait: its file is held by a copy of the
-	 * descriptor (pinned), as a bare fsync holds it from its first instant,
-	 * so that another thread's dup2() or close() of the program's number
-	 * meanwhile changes nothing of what is synced, or whose writeback
-	 * error is reported (the copy shares the open file description). */
-	pin = gc_sys_fd_pin(fd);
-	r = grouped_pinned(pin, datasync, begun, d, &st, now);
-	gc_sys_fd_unpin(pin, fd);
-	return r;
-}
-
-/* sync_grouped's wait for a transaction, through @fd, the pinned copy. */
-static int grouped_pinned(int fd, bool datasync, uint64_t begun, struct gc_domain *d,
-			  const struct stat *stp, uint64_t now)
-{
-	const struct stat st = *stp;
-	struct gc_handle h;
-	bool owner = false, rejoined, alone;
-	int r;
-
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,

@@ -150,28 +150,3 @@ Test(hazards, stacking_with_other_preloads)
 		e2e_run_free(&r);
 	}
 }
-
-/* Another thread dup2()s a different file onto a descriptor while a
- * thread's fsync of it waits for its transaction (a fixed 2 ms wait, a
- * second thread syncing beside it). Bare, the call holds its file from its
- * first instant and syncs it; under libgc the fsync must still cover the
- * file it was called for, seen by the spies. */
-Test(hazards, descriptor_swapped_under_a_waiting_fsync)
-{
-	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
-	const char *argv[] = { e2e_prog("fdswap"), e2e_dir(), "30", NULL };
-	struct spy_summary s;
-	struct e2e_run r;
-
-	e2e_run_spied(&r, &s, PRE_SPY, NULL, 60, argv, "fdswap bare");
-	e2e_expect_ok(&r, "fdswap bare");
-	cr_expect_eq(s.s_violations, 0, "bare: %zu violations", s.s_violations);
-	e2e_run_free(&r);
-
-	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, "fdswap under libgc");
-	e2e_expect_ok(&r, "fdswap under libgc");
-	cr_expect(strstr(r.out, "rounds=30 failed=0"), "%s", r.out);
-	cr_expect_eq(s.s_violations, 0, "under libgc: %zu fsyncs not covered", s.s_violations);
-	cr_log_info("fdswap: %s", r.out);
-	e2e_run_free(&r);
-}
