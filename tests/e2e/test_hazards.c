@@ -150,3 +150,24 @@ Test(hazards, stacking_with_other_preloads)
 		e2e_run_free(&r);
 	}
 }
+
+/* A process holds a POSIX record lock on a file (fcntl, as SQLite does)
+ * and fsyncs it in shared windows: the lock must outlive every request.
+ * Any close of a descriptor of the file in the process releases it, so
+ * the library may not close a copy of its own (a build that pinned each
+ * waiting request's descriptor by a copy lost the lock 20 times of 20). */
+Test(hazards, record_lock_survives_a_waiting_fsync)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
+	const char *argv[] = { e2e_prog("locksync"), e2e_dir(), "20", NULL };
+	struct e2e_run r;
+
+	e2e_run(&r, PRE_NONE, NULL, 60, argv);
+	e2e_expect_ok(&r, "locksync bare");
+	cr_expect(strstr(r.out, "lost=0 failed=0"), "bare: %s", r.out);
+	e2e_run_free(&r);
+	e2e_run(&r, PRE_GC, env, 60, argv);
+	e2e_expect_ok(&r, "locksync under libgc");
+	cr_expect(strstr(r.out, "rounds=20 lost=0 failed=0"), "under libgc: %s", r.out);
+	e2e_run_free(&r);
+}
