@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -496,4 +498,104 @@ int gc_own_in(unsigned int lo, unsigned int hi, int *out)
 		n++;
 	}
 	return n;
+}
+
+/* ---- the mount table ---------------------------------------------------- */
+
+int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx)
+{
+	char buf[512], line[1024];	/* small reads: a handler's stack */
+	size_t ll = 0;
+	ssize_t n;
+	int fd, r = 0, saved = errno;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		errno = saved;
+		return r;
+	}
+	while (!r && (n = syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !r; i++) {
+			if (buf[i] != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = buf[i]; /* longer lines are cut */
+				continue;
+			}
+			line[ll] = '\0';
+			ll = 0;
+			r = fn(line, ctx);
+		}
+	}
+	if (!r && n < 0)
+		r = -errno;
+	else if (!r && ll) {
+		line[ll] = '\0';
+		r = fn(line, ctx);
+	}
+	syscall(SYS_close, fd);
+	errno = saved;
+	return r;
+}
+
+
+/* mountinfo: "36 35 98:0 /root /mount/point opts ... - type source opts".
+ * Finds a mount of ctx->dev whose mount point we can open, and syncfs it. */
+struct lost_ctx {
+	uint64_t dev;
+	int r;		/* result of the syncfs, or -EIO while none was made */
+};
+
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static int mount_line(const char *line, void *vctx)
+{
+	struct lost_ctx *ctx = vctx;
+	unsigned int maj, min;
+	char point[1024];
+	struct stat st;
+	int fd, r;
+
+	if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &maj, &min, point) != 3 ||
+	    makedev(maj, min) != ctx->dev)
+		return 0;
+	unescape(point);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = 0;
+	if (gc_sys_fstat(fd, &st) == 0 && st.st_dev == ctx->dev) {
+		r = gc_sys.sy_syncfs ? gc_sys.sy_syncfs(fd) : (int)syscall(SYS_syncfs, fd);
+		ctx->r = r < 0 ? -errno : 0;
+		r = 1;
+	}
+	syscall(SYS_close, fd);
+	return r;
+}
+
+/* A syncfs of the filesystem @dev, through a descriptor of our own on one
+ * of its mounts: 0, the syncfs error, or -EIO when no mount of it can be
+ * opened here. Such a descriptor is opened after the write, so a writeback
+ * error that happened before it was opened is not reported through it. */
+int gc_sys_syncfs_dev(uint64_t dev)
+{
+	struct lost_ctx ctx = { .dev = dev, .r = -EIO };
+
+	if (gc_proc_lines("/proc/self/mountinfo", mount_line, &ctx) < 0)
+		return -EIO;
+	return ctx.r;
 }

@@ -81,6 +81,7 @@ struct gc_sys {
 	int (*sy_fsync)(int);
 	int (*sy_fdatasync)(int);
 	int (*sy_sync_file_range)(int, off64_t, off64_t, unsigned int);
+	int (*sy_syncfs)(int);
 };
 extern struct gc_sys gc_sys;
 
@@ -133,6 +134,15 @@ static inline const char *gc_str_after(const char *s, const char *prefix)
 			return NULL;
 	return s;
 }
+
+/* Each line of the file at @path (longer lines cut) to @fn, until it
+ * returns non-zero: that value, 0, or -errno. Raw calls. */
+int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx);
+/* A syncfs of the filesystem @dev (st_dev), through a descriptor of our own
+ * on one of its mounts (the mount table): 0, the syncfs error, or -EIO
+ * when no mount of it can be opened here. Such a descriptor is opened
+ * late: a writeback error that happened before is not reported through it. */
+int gc_sys_syncfs_dev(uint64_t dev);
 
 /* Real calls: 0 or -errno. */
 int gc_sys_sync(int fd, bool datasync);

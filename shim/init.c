@@ -114,6 +114,7 @@ static void do_init(char **envp)
 	gc_sys.sy_fsync = gc_real.fsync;
 	gc_sys.sy_fdatasync = gc_real.fdatasync;
 	gc_sys.sy_sync_file_range = gc_real.sync_file_range;
+	gc_sys.sy_syncfs = gc_real.syncfs;
 	/* What every wrapper asks before any other setting: read now, and
 	 * checked with the rest at first use. */
 	v = gc_env("LIBGC_DISABLE");

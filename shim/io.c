@@ -75,67 +75,6 @@ static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token
 	return n;
 }
 
-/* mountinfo: "36 35 98:0 /root /mount/point opts ... - type source opts".
- * Finds a mount of ctx->dev whose mount point we can open, and syncfs it. */
-struct lost_ctx {
-	uint64_t dev;
-	int r;		/* result of the syncfs, or -EIO while none was made */
-};
-
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++, o++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*o = *s;
-		}
-	}
-	*o = '\0';
-}
-
-static int mount_line(const char *line, void *vctx)
-{
-	struct lost_ctx *ctx = vctx;
-	unsigned int maj, min;
-	char point[1024];
-	struct stat st;
-	int fd, r;
-
-	if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &maj, &min, point) != 3 ||
-	    makedev(maj, min) != ctx->dev)
-		return 0;
-	unescape(point);
-	fd = (int)syscall(SYS_openat, AT_FDCWD, point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	r = 0;
-	if (fstat(fd, &st) == 0 && st.st_dev == ctx->dev) {
-		r = gc_real.syncfs ? gc_real.syncfs(fd) : (int)syscall(SYS_syncfs, fd);
-		ctx->r = r < 0 ? -errno : 0;
-		r = 1;
-	}
-	syscall(SYS_close, fd);
-	return r;
-}
-
-/* A syncfs of the filesystem @dev, through a descriptor of our own on one
- * of its mounts: 0, the syncfs error, or -EIO when no mount of it can be
- * opened here. Such a descriptor is opened after the write, so a writeback
- * error that happened before it was opened is not reported through it. */
-static int syncfs_dev(uint64_t dev)
-{
-	struct lost_ctx ctx = { .dev = dev, .r = -EIO };
-
-	if (gc_proc_lines("/proc/self/mountinfo", mount_line, &ctx) < 0)
-		return -EIO;
-	return ctx.r;
-}
-
 /* The bytes of a write went to a converted description that the number no
  * longer names (closed, dup2'ed over or reused by another thread): a syncfs
  * of every filesystem a converted description was ever made on covers it.
@@ -146,7 +85,7 @@ static int sync_lost(void)
 	int n = gc_fd_devs(devs, GC_FD_DEVS), i, r = n ? 0 : -EIO, e;
 
 	for (i = 0; i < n; i++) {
-		e = syncfs_dev(devs[i]);
+		e = gc_sys_syncfs_dev(devs[i]);
 		if (e < 0)
 			r = e;
 	}
@@ -218,7 +157,7 @@ static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *s
 
 	r = sync_fd(fd, full, ra);
 	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
-		r = syncfs_dev(st->st_dev);
+		r = gc_sys_syncfs_dev(st->st_dev);
 	if (r < 0) {
 		errno = -r;
 		return -1;

@@ -60,42 +60,6 @@ static int real_open(enum open_variant v, int dirfd, const char *path, int flags
 	return -1;
 }
 
-int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx)
-{
-	char buf[4096], line[1024];
-	size_t ll = 0;
-	ssize_t n;
-	int fd, r = 0, saved = errno;
-
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		errno = saved;
-		return r;
-	}
-	while (!r && (n = syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !r; i++) {
-			if (buf[i] != '\n') {
-				if (ll < sizeof(line) - 1)
-					line[ll++] = buf[i]; /* longer lines are cut */
-				continue;
-			}
-			line[ll] = '\0';
-			ll = 0;
-			r = fn(line, ctx);
-		}
-	}
-	if (!r && n < 0)
-		r = -errno;
-	else if (!r && ll) {
-		line[ll] = '\0';
-		r = fn(line, ctx);
-	}
-	syscall(SYS_close, fd);
-	errno = saved;
-	return r;
-}
-
 /* fdinfo lines "lock:\t1: POSIX  ADVISORY  WRITE ...": the kernel lists
  * the locks whose file is this description and whose owner is this
  * process's descriptor table (POSIX) or the description itself (OFD,

@@ -98,7 +98,6 @@ int gc_fd_locks(int fd, bool own);
 void gc_fd_locks_warn(int fd);
 /* Calls @fn on each line of a /proc file, raw calls and a stack buffer
  * only; stops at @fn's first nonzero value and returns it. -errno. */
-int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx);
 /* Completes a write-like call that returned @n on a descriptor whose entry
  * was @token (gc_fd_token) before the call. */
 ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra);
