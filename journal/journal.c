@@ -573,6 +573,29 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
 	return r;
 }
 
+/* After a request's wait: @r, unless the program put another file on @fd
+ * meanwhile (another thread's dup2(), or a close and a reuse of the
+ * number). Bare, its fsync held its file from its first instant; here the
+ * calls made through @fd after the wait may have reached the other file.
+ * A syncfs of the request's filesystem covers its file then, and answers
+ * for it. (A copy of the descriptor held through the wait would close the
+ * program's POSIX locks on the file when closed.) */
+static int held_file(int fd, const struct stat *st, int r)
+{
+	struct stat now;
+	int e = errno;
+
+	if (gc_sys_fstat(fd, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
+		errno = e;
+		return r;
+	}
+	errno = e;
+	r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
+	gc_log(GC_LOG_DEBUG, "fd %d: another file on it after the request waited: syncfs: %d", fd,
+	       r);
+	return r;
+}
+
 /* A request the verdict of the domain (or the lack of one) did not send
  * to a direct call: it finds its file's domain for sure, asks again, and
  * joins the running transaction. A failure of any real sync of the
@@ -640,8 +663,11 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		h = (struct gc_handle){ .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
 					.h_tid = gc_gettid(), .h_pid = gc_getpid(),
 					.h_fs = fs_flags(d) };
-		if (!gc_domain_lock(d))
-			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
+		if (!gc_domain_lock(d)) {
+			r = direct_noted(d, fd, datasync);
+			return held_result(d, fd, begun, S_ISDIR(st.st_mode),
+					   rejoined ? held_file(fd, &st, r) : r);
+		}
 		gc_undo_run(d);
 		/* its own real call: a first request the rule sends alone, or
 		 * one the transaction has no room for */
@@ -651,7 +677,9 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 			gc_domain_unlock(d);
 			if (alone)
 				gc_stat_inc(bypass);
-			return held_result(d, fd, begun, S_ISDIR(st.st_mode), direct_noted(d, fd, datasync));
+			r = direct_noted(d, fd, datasync);
+			return held_result(d, fd, begun, S_ISDIR(st.st_mode),
+					   rejoined ? held_file(fd, &st, r) : r);
 		}
 		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 		if (r != GC_REJOIN)
@@ -682,6 +710,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!r && e < 0)
 			r = e;
 	}
+	r = held_file(fd, &st, r);
 	gc_policy_latency(&d->j_policy, begun, gc_now_ns());
 	return held_result(d, fd, begun, S_ISDIR(st.st_mode), r);
 }

@@ -151,6 +151,38 @@ Test(hazards, stacking_with_other_preloads)
 	}
 }
 
+/* Another thread dup2()s a different file onto a descriptor while a
+ * thread's fsync of it waits for its transaction (a fixed 2 ms wait, a
+ * second thread syncing beside it), or closes it. Bare, the call holds its
+ * file from its first instant and syncs it; under libgc the fsync must
+ * still cover the file it was called for, seen by the spies (a syncfs of
+ * its filesystem covers it), and succeed. */
+Test(hazards, descriptor_swapped_under_a_waiting_fsync)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
+	static const char *const hows[] = { NULL, "close" };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[] = { e2e_prog("fdswap"), e2e_dir(), "30", hows[i], NULL };
+		const char *how = hows[i] ? hows[i] : "dup2";
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run_spied(&r, &s, PRE_SPY, NULL, 60, argv, how);
+		e2e_expect_ok(&r, how);
+		cr_expect_eq(s.s_violations, 0, "%s bare: %zu violations", how, s.s_violations);
+		e2e_run_free(&r);
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, how);
+		e2e_expect_ok(&r, how);
+		cr_expect(strstr(r.out, "rounds=30 failed=0"), "%s: %s", how, r.out);
+		cr_expect_eq(s.s_violations, 0, "%s under libgc: %zu fsyncs not covered", how,
+			     s.s_violations);
+		cr_log_info("fdswap %s: %s", how, r.out);
+		e2e_run_free(&r);
+	}
+}
+
 /* A process holds a POSIX record lock on a file (fcntl, as SQLite does)
  * and fsyncs it in shared windows: the lock must outlive every request.
  * Any close of a descriptor of the file in the process releases it, so
