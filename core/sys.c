@@ -538,7 +538,6 @@ int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void
 	return r;
 }
 
-
 /* mountinfo: "36 35 98:0 /root /mount/point opts ... - type source opts".
  * Finds a mount of ctx->dev whose mount point we can open, and syncfs it. */
 struct lost_ctx {

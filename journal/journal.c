@@ -580,7 +580,7 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
  * A syncfs of the request's filesystem covers its file then, and answers
  * for it. (A copy of the descriptor held through the wait would close the
  * program's POSIX locks on the file when closed.) */
-static int held_file(int fd, const struct stat *st, int r)
+static int held_file(struct gc_domain *d, int fd, const struct stat *st, int r)
 {
 	struct stat now;
 	int e = errno;
@@ -591,6 +591,7 @@ static int held_file(int fd, const struct stat *st, int r)
 	}
 	errno = e;
 	r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
+	gc_domain_note_failure(d, r); /* a real sync of the filesystem, as any */
 	gc_log(GC_LOG_DEBUG, "fd %d: another file on it after the request waited: syncfs: %d", fd,
 	       r);
 	return r;
@@ -666,7 +667,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!gc_domain_lock(d)) {
 			r = direct_noted(d, fd, datasync);
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode),
-					   rejoined ? held_file(fd, &st, r) : r);
+					   rejoined ? held_file(d, fd, &st, r) : r);
 		}
 		gc_undo_run(d);
 		/* its own real call: a first request the rule sends alone, or
@@ -679,7 +680,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 				gc_stat_inc(bypass);
 			r = direct_noted(d, fd, datasync);
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode),
-					   rejoined ? held_file(fd, &st, r) : r);
+					   rejoined ? held_file(d, fd, &st, r) : r);
 		}
 		r = gc_handle_collect(&h, (uint64_t)st.st_ino, &owner);
 		if (r != GC_REJOIN)
@@ -710,7 +711,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		if (!r && e < 0)
 			r = e;
 	}
-	r = held_file(fd, &st, r);
+	r = held_file(d, fd, &st, r);
 	gc_policy_latency(&d->j_policy, begun, gc_now_ns());
 	return held_result(d, fd, begun, S_ISDIR(st.st_mode), r);
 }
