@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -289,10 +290,37 @@ void gc_stderr_chosen(int fd)
 		__atomic_store_n(&fd2_foreign, 0, __ATOMIC_RELAXED);
 }
 
+/* The kernel's sigset: 64 signals. */
+#define KSIGSET 8
+
+ssize_t gc_sys_write_quiet(int fd, const void *buf, size_t n)
+{
+	sigset_t pipe_only, old, pending;
+	struct timespec zero = { 0, 0 };
+	bool was_pending;
+	ssize_t r;
+	int e;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	was_pending = syscall(SYS_rt_sigpending, &pending, KSIGSET) == 0 &&
+		      sigismember(&pending, SIGPIPE);
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &old, KSIGSET) != 0)
+		return -1;
+	r = (ssize_t)syscall(SYS_write, fd, buf, n);
+	e = errno;
+	/* the SIGPIPE this write raised, not one the program had pending */
+	if (r < 0 && e == EPIPE && !was_pending)
+		syscall(SYS_rt_sigtimedwait, &pipe_only, NULL, &zero, KSIGSET);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, KSIGSET);
+	errno = e;
+	return r;
+}
+
 void gc_stderr_write(const char *buf, size_t n)
 {
 	if (gc_stderr_ok())
-		syscall(SYS_write, 2, buf, n);
+		gc_sys_write_quiet(2, buf, n);
 }
 
 int gc_sys_seccomp(bool cheap)

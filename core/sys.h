@@ -191,7 +191,12 @@ uint64_t gc_sys_pidns(void);
 bool gc_stderr_ok(void);
 void gc_stderr_gone(int fd);
 void gc_stderr_chosen(int fd);
-/* @n bytes on descriptor 2 with one raw write, where gc_stderr_ok(). */
+/* One write(2) of ours that raises no SIGPIPE in the program: on a pipe
+ * nobody reads, bare, it would have written nothing there at all. SIGPIPE
+ * is blocked for the call, and the one the call raised is taken back (one
+ * the program had pending stays). Raw calls, signal-safe. */
+ssize_t gc_sys_write_quiet(int fd, const void *buf, size_t n);
+/* @n bytes on descriptor 2 (gc_sys_write_quiet), where gc_stderr_ok(). */
 void gc_stderr_write(const char *buf, size_t n);
 /* Whether the calling thread runs under a seccomp filter, which may kill
  * the process at a system call it does not know: 0 none, else its mode (1

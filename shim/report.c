@@ -77,7 +77,7 @@ static int stderr_fd(void)
 static void put(int fd, const char *buf, size_t n)
 {
 	while (n) {
-		ssize_t w = (ssize_t)syscall(SYS_write, fd, buf, n);
+		ssize_t w = gc_sys_write_quiet(fd, buf, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;

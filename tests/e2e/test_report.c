@@ -39,6 +39,30 @@ Test(report, summary_survives_a_closed_stderr)
 	e2e_run_free(&r);
 }
 
+/* A program whose stderr is a pipe its reader left, and which never
+ * writes there: bare it exits 0. The library's messages there (the exit
+ * report, a bad value's warning) must not kill it with SIGPIPE. */
+Test(report, a_broken_stderr_pipe_kills_nothing)
+{
+	static const char *const envs[][3] = {
+		{ "LIBGC_REPORT=1", NULL, NULL },
+		{ "LIBGC_WAIT_US=12x", NULL, NULL },
+		{ "LIBGC_REPORT=kv", "LIBGC_LOG=debug", NULL },
+	};
+	const char *argv[] = { e2e_prog("epipe"), e2e_path("file"), NULL };
+	struct e2e_run r;
+
+	e2e_run(&r, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&r, "epipe bare");
+	e2e_run_free(&r);
+	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+		e2e_run(&r, PRE_GC, envs[i], 30, argv);
+		cr_expect_eq(r.code, 0, "%s%s%s: exit %d (-13: SIGPIPE)", envs[i][0],
+			     envs[i][1] ? " " : "", envs[i][1] ? envs[i][1] : "", r.code);
+		e2e_run_free(&r);
+	}
+}
+
 Test(report, kv_line_from__exit_and__Exit)
 {
 	static const char *const hows[] = { "_exit", "_Exit" };
