@@ -570,7 +570,7 @@ int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void
  * Finds a mount of ctx->dev whose mount point we can open, and syncfs it. */
 struct lost_ctx {
 	uint64_t dev;
-	int r;		/* result of the syncfs, or -EIO while none was made */
+	int r;		/* result of the syncfs, or -ENOENT while none was made */
 };
 
 static void unescape(char *s)
@@ -615,14 +615,14 @@ static int mount_line(const char *line, void *vctx)
 }
 
 /* A syncfs of the filesystem @dev, through a descriptor of our own on one
- * of its mounts: 0, the syncfs error, or -EIO when no mount of it can be
- * opened here. Such a descriptor is opened after the write, so a writeback
- * error that happened before it was opened is not reported through it. */
+ * of its mounts: 0, the syncfs error, or -ENOENT when no mount of it can
+ * be opened here. Such a descriptor is opened late, so a writeback error
+ * that happened before it was opened is not reported through it. */
 int gc_sys_syncfs_dev(uint64_t dev)
 {
-	struct lost_ctx ctx = { .dev = dev, .r = -EIO };
+	struct lost_ctx ctx = { .dev = dev, .r = -ENOENT };
 
 	if (gc_proc_lines("/proc/self/mountinfo", mount_line, &ctx) < 0)
-		return -EIO;
+		return -ENOENT;
 	return ctx.r;
 }

@@ -139,7 +139,7 @@ static inline const char *gc_str_after(const char *s, const char *prefix)
  * returns non-zero: that value, 0, or -errno. Raw calls. */
 int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void *ctx);
 /* A syncfs of the filesystem @dev (st_dev), through a descriptor of our own
- * on one of its mounts (the mount table): 0, the syncfs error, or -EIO
+ * on one of its mounts (the mount table): 0, the syncfs error, or -ENOENT
  * when no mount of it can be opened here. Such a descriptor is opened
  * late: a writeback error that happened before is not reported through it. */
 int gc_sys_syncfs_dev(uint64_t dev);

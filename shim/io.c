@@ -86,6 +86,8 @@ static int sync_lost(void)
 
 	for (i = 0; i < n; i++) {
 		e = gc_sys_syncfs_dev(devs[i]);
+		if (e == -ENOENT)
+			e = -EIO; /* no mount of it here: not known durable */
 		if (e < 0)
 			r = e;
 	}
@@ -156,8 +158,11 @@ static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *s
 	int saved = errno, r;
 
 	r = sync_fd(fd, full, ra);
-	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
 		r = gc_sys_syncfs_dev(st->st_dev);
+		if (r == -ENOENT)
+			r = -EIO; /* no mount of it here: not known durable */
+	}
 	if (r < 0) {
 		errno = -r;
 		return -1;

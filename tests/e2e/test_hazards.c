@@ -154,9 +154,10 @@ Test(hazards, stacking_with_other_preloads)
 /* Another thread dup2()s a different file onto a descriptor while a
  * thread's fsync of it waits for its transaction (a fixed 2 ms wait, a
  * second thread syncing beside it), or closes it. Bare, the call holds its
- * file from its first instant and syncs it; under libgc the fsync must
- * still cover the file it was called for, seen by the spies (a syncfs of
- * its filesystem covers it), and succeed. */
+ * file from its first instant, syncs it and returns 0; under libgc every
+ * fsync must succeed too, and (dup2) cover the file it was called for,
+ * seen by the spies (a syncfs of its filesystem covers it). A close during
+ * a real call leaves the spies no inode to log: that case checks results. */
 Test(hazards, descriptor_swapped_under_a_waiting_fsync)
 {
 	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
@@ -168,16 +169,20 @@ Test(hazards, descriptor_swapped_under_a_waiting_fsync)
 		struct spy_summary s;
 		struct e2e_run r;
 
-		e2e_run_spied(&r, &s, PRE_SPY, NULL, 60, argv, how);
+		e2e_run(&r, PRE_NONE, NULL, 60, argv);
 		e2e_expect_ok(&r, how);
-		cr_expect_eq(s.s_violations, 0, "%s bare: %zu violations", how, s.s_violations);
+		cr_expect(strstr(r.out, "rounds=30 failed=0"), "%s bare: %s", how, r.out);
 		e2e_run_free(&r);
 
-		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, how);
+		if (hows[i])
+			e2e_run(&r, PRE_GC, env, 60, argv);
+		else
+			e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, how);
 		e2e_expect_ok(&r, how);
-		cr_expect(strstr(r.out, "rounds=30 failed=0"), "%s: %s", how, r.out);
-		cr_expect_eq(s.s_violations, 0, "%s under libgc: %zu fsyncs not covered", how,
-			     s.s_violations);
+		cr_expect(strstr(r.out, "rounds=30 failed=0"), "%s under libgc: %s", how, r.out);
+		if (!hows[i])
+			cr_expect_eq(s.s_violations, 0, "%s under libgc: %zu fsyncs not covered", how,
+				     s.s_violations);
 		cr_log_info("fdswap %s: %s", how, r.out);
 		e2e_run_free(&r);
 	}

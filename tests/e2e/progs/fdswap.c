@@ -17,7 +17,7 @@
 
 static char px[4096], py[4096], pz[4096];
 static int xfd = -1, yfd, rounds, closing;
-static volatile int in_call, stop, done_round;
+static int calls, stop;	/* under mu */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
@@ -30,12 +30,18 @@ static void nap_us(long us)
 
 static void *swapper(void *arg)
 {
+	int seen = 0;
+
 	(void)arg;
-	for (int r = 0; r < rounds; r++) {
+	for (;;) {
 		pthread_mutex_lock(&mu);
-		while (!in_call)
+		while (calls == seen && !stop)
 			pthread_cond_wait(&cv, &mu);
-		in_call = 0;
+		if (stop) {
+			pthread_mutex_unlock(&mu);
+			return NULL;
+		}
+		seen = calls;
 		pthread_mutex_unlock(&mu);
 		nap_us(300);
 		if (closing)
@@ -43,7 +49,6 @@ static void *swapper(void *arg)
 		else
 			dup2(yfd, xfd);
 	}
-	return NULL;
 }
 
 static void *company(void *arg)
@@ -51,7 +56,7 @@ static void *company(void *arg)
 	int fd = open(pz, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 	(void)arg;
-	while (fd >= 0 && !stop) {
+	while (fd >= 0 && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		if (write(fd, "z", 1) != 1 || fsync(fd))
 			break;
 	}
@@ -85,7 +90,7 @@ int main(int argc, char **argv)
 		if (xfd < 0 || write(xfd, rec, strlen(rec)) != (ssize_t)strlen(rec))
 			return 1;
 		pthread_mutex_lock(&mu);
-		in_call = 1;
+		calls++;
 		pthread_cond_signal(&cv);
 		pthread_mutex_unlock(&mu);
 		if (fsync(xfd))
@@ -93,7 +98,10 @@ int main(int argc, char **argv)
 		nap_us(1000); /* the swap is done */
 		close(xfd); /* EBADF after B's close */
 	}
-	stop = 1;
+	pthread_mutex_lock(&mu);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
 	pthread_join(b, NULL);
 	pthread_join(c, NULL);
 	printf("rounds=%d failed=%d\n", rounds, failed);
