@@ -409,7 +409,7 @@ GC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 }
 
 /* @r, a descriptor the program's call made at the lowest free number (or
- * -1): where that is 2, descriptor 2 is not stderr any more (core/log.h). */
+ * -1): where that is 2, descriptor 2 is not stderr any more (core/sys.h). */
 static int new_number(int r)
 {
 	gc_stderr_gone(r);
