@@ -1855,13 +1855,25 @@ static int retire_after(struct gi_view *v, uint64_t dev, uint64_t ino, const str
 
 /* The real path: the program's own real call on @fd, then, when the file
  * has records in the log, a durable RETIRE of them before returning. */
+/* Does @fd still name the file @st was read from? */
+static bool same_file(int fd, const struct stat *st)
+{
+	struct stat now;
+	int e = errno;
+	bool same = syscall(SYS_newfstatat, fd, "", &now, AT_EMPTY_PATH) == 0 &&
+		    now.st_ino == st->st_ino && now.st_dev == st->st_dev;
+
+	errno = e;
+	return same;
+}
+
 static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, bool datasync,
 			   enum gc_origin origin, uint64_t begun, bool direct)
 {
 	uint64_t upto = 0, s0 = 0, foreign = 0;
 	uint32_t lost0 = 0;
 	int r, live;
-	bool base = false, all_done;
+	bool base = false, all_done, moved;
 	struct gi_fid fid;
 
 	live = live_upto(&gi.v, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &upto) > 0;
@@ -1888,6 +1900,17 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 	gc_stat_inc(intent_real);
 	r = direct ? gc_sync_direct(fd, datasync, origin)
 		   : gc_sync_grouped(fd, datasync, origin, begun);
+	/* another thread moved (dup2) or closed the descriptor meanwhile:
+	 * the call may have reached another file, or none; a syncfs of this
+	 * file's filesystem covers it, and nothing is learnt from the number */
+	moved = !same_file(fd, st);
+	if (moved) {
+		r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
+		if (r == -ENOENT) {
+			syscall(SYS_sync);
+			r = 0;
+		}
+	}
 	if (f && r == 0) {
 		struct stat now;
 		char path[GI_PATH_MAX];
@@ -1907,7 +1930,9 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 		f->f_lost_ok = lost0;
 		f->f_base_ok = base;
 		f->f_foreign = foreign;
-		if (fstat(fd, &now) == 0) {
+		if (moved) {
+			f->f_synced = false; /* the next request makes a real call */
+		} else if (fstat(fd, &now) == 0) {
 			f->f_synced = n > 0;
 			if (n > 0) {
 				memcpy(f->f_path, path, (size_t)n + 1);
@@ -1925,7 +1950,7 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 		return r;
 	if (f)
 		fid = f->f_fid;
-	else if (fd_fid(fd, &fid) < 0)
+	else if (moved || fd_fid(fd, &fid) < 0)
 		return -EIO;
 	/* bytes newer than the file's records are durable and about to be
 	 * acknowledged: those records must never be replayed over them */
@@ -2290,6 +2315,12 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 		}
 		return r;
 	}
+	/* the program moved or closed the descriptor while the request
+	 * waited for the log (another thread's dup2 or close): its bytes are
+	 * durable in the log, and no description of its file is left here
+	 * to report an error through (bare, its fsync would have held one) */
+	if (!same_file(fd, &st))
+		return 0;
 	e = hi > lo ? gc_sys_sfr(fd, (int64_t)lo, (int64_t)(hi - lo),
 				 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					 SYNC_FILE_RANGE_WAIT_AFTER)

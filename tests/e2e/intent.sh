@@ -177,6 +177,20 @@ for h in "forker -t 4 -k 6" "cancel -r 12" "sigwrite -n 200 -i 300" "peerdeath -
 		nok "${h%% *} with the log: rc=$rc logged=$logged: $(tail -n 3 <<<"$o")"
 	fi
 done
+# 11. another thread moves the descriptor (dup2) while a request through
+# the log waits: every fsync returns 0, as bare. (A close instead reads EBADF
+# now and then, bare too, whenever the close lands before the call reaches
+# the kernel: not asserted.)
+fresh && {
+	o=$({ timeout 60 env LD_PRELOAD=$B/libgc.so LIBGC_INTENT=$dir/d LIBGC_INTENT_LOG=$log \
+		LIBGC_REPORT="$dir/rep" "$B/tests/e2e/progs/fdswap" "$dir/d" 30 2>&1; } 2>/dev/null)
+	logged=$(sed -n 's/.*intent_logged=\([0-9]*\).*/\1/p' "$dir/rep" 2>/dev/null | awk '{s+=$1} END {print s+0}')
+	if grep -q 'rounds=30 failed=0' <<<"$o" && [ "$logged" -gt 0 ]; then
+		ok "fdswap with the log: every fsync succeeds, as bare ($logged through it)"
+	else
+		nok "fdswap with the log: $o (logged=$logged)"
+	fi
+}
 # 10. gcd recovers the logs listed for it at start-up (--recover-only)
 if [ -x "$B/gcd" ]; then
 	fresh && run kill
