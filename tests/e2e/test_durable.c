@@ -225,14 +225,18 @@ Test(durable, fixed_wait_batches)
 /* With no source asked for the device, 8 threads whose real calls take
  * 2 ms each (the spy) are read slow by the library's own timing after two
  * epochs of direct calls, and then share real calls; every request stays
- * covered by a real call. */
+ * covered by a real call. Fewer real calls than 7 in 8 requests: on ext4
+ * with fast commits (tests/crash/fs.sh) the runs read 221-235 real calls
+ * for 320 requests (10 runs, and the same before this stop's changes), once
+ * 263 in a run beside the other suites; 3 in 4 failed there now and then.
+ * Direct calls alone make 320. */
 Test(durable, own_timing_groups_a_slow_device)
 {
 	static const char *const slow[] = { "SPY_DELAY_US=2000", NULL };
 	struct spy_summary s;
 
 	durable_case(policy("own-timing"), slow, "fdatasync", "shared", 8, 1, 40, &s);
-	cr_expect(real_syncs(&s) < s.s_prog * 3 / 4,
+	cr_expect(real_syncs(&s) < s.s_prog * 7 / 8,
 		  "own timing: %zu real calls for %zu requests", real_syncs(&s), s.s_prog);
 }
 
