@@ -1853,8 +1853,6 @@ static int retire_after(struct gi_view *v, uint64_t dev, uint64_t ino, const str
 	return r;
 }
 
-/* The real path: the program's own real call on @fd, then, when the file
- * has records in the log, a durable RETIRE of them before returning. */
 /* Does @fd still name the file @st was read from? */
 static bool same_file(int fd, const struct stat *st)
 {
@@ -1867,6 +1865,8 @@ static bool same_file(int fd, const struct stat *st)
 	return same;
 }
 
+/* The real path: the program's own real call on @fd, then, when the file
+ * has records in the log, a durable RETIRE of them before returning. */
 static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, bool datasync,
 			   enum gc_origin origin, uint64_t begun, bool direct)
 {
