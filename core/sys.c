@@ -37,6 +37,19 @@ int gc_sys_sync(int fd, bool datasync)
 	return r < 0 ? -errno : 0;
 }
 
+int gc_sys_fd_names(int fd, const struct stat *st)
+{
+	struct stat now;
+	int e = errno, r;
+
+	if (gc_sys_fstat(fd, &now) == 0)
+		r = now.st_ino == st->st_ino && now.st_dev == st->st_dev;
+	else
+		r = errno == EBADF ? 0 : -1;
+	errno = e;
+	return r;
+}
+
 int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags)
 {
 	int r = gc_sys.sy_sync_file_range

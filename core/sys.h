@@ -144,6 +144,11 @@ int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void
  * late: a writeback error that happened before is not reported through it. */
 int gc_sys_syncfs_dev(uint64_t dev);
 
+/* Whether @fd still names the file @st was read from: 1 it does, 0 it
+ * does not (closed, or another file), -1 cannot tell (fstat failed
+ * otherwise: a filesystem shut down answers EIO). errno is kept. */
+int gc_sys_fd_names(int fd, const struct stat *st);
+
 /* Real calls: 0 or -errno. */
 int gc_sys_sync(int fd, bool datasync);
 int gc_sys_sfr(int fd, off64_t off, off64_t len, unsigned int flags);

@@ -1853,18 +1853,6 @@ static int retire_after(struct gi_view *v, uint64_t dev, uint64_t ino, const str
 	return r;
 }
 
-/* Does @fd still name the file @st was read from? */
-static bool same_file(int fd, const struct stat *st)
-{
-	struct stat now;
-	int e = errno;
-	bool same = syscall(SYS_newfstatat, fd, "", &now, AT_EMPTY_PATH) == 0 &&
-		    now.st_ino == st->st_ino && now.st_dev == st->st_dev;
-
-	errno = e;
-	return same;
-}
-
 /* The real path: the program's own real call on @fd, then, when the file
  * has records in the log, a durable RETIRE of them before returning. */
 static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, bool datasync,
@@ -1903,7 +1891,7 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 	/* another thread moved (dup2) or closed the descriptor meanwhile:
 	 * the call may have reached another file, or none; a syncfs of this
 	 * file's filesystem covers it, and nothing is learnt from the number */
-	moved = !same_file(fd, st);
+	moved = (r == 0 || r == -EBADF) && gc_sys_fd_names(fd, st) == 0;
 	if (moved) {
 		r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
 		if (r == -ENOENT) {
@@ -2319,7 +2307,7 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	 * waited for the log (another thread's dup2 or close): its bytes are
 	 * durable in the log, and no description of its file is left here
 	 * to report an error through (bare, its fsync would have held one) */
-	if (!same_file(fd, &st))
+	if (gc_sys_fd_names(fd, &st) == 0)
 		return 0;
 	e = hi > lo ? gc_sys_sfr(fd, (int64_t)lo, (int64_t)(hi - lo),
 				 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |

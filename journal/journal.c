@@ -576,20 +576,17 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
 /* After a request's wait: @r, unless the program put another file on @fd
  * meanwhile (another thread's dup2(), or a close and a reuse of the
  * number). Bare, its fsync held its file from its first instant; here the
- * calls made through @fd after the wait may have reached the other file.
- * A syncfs of the request's filesystem covers its file then, and answers
- * for it. (A copy of the descriptor held through the wait would close the
- * program's POSIX locks on the file when closed.) */
+ * calls made through @fd after the wait may have reached the other file,
+ * or none. A syncfs of the request's filesystem covers its file then, and
+ * answers for it, where @r was a success or EBADF: a failure stays a
+ * failure, and so does a descriptor fstat cannot tell about (a filesystem
+ * shut down answers EIO, and a syncfs through a descriptor opened now would
+ * not report its earlier errors). (A copy of the descriptor held through
+ * the wait would close the program's POSIX locks on the file when closed.) */
 static int held_file(struct gc_domain *d, int fd, const struct stat *st, int r)
 {
-	struct stat now;
-	int e = errno;
-
-	if (gc_sys_fstat(fd, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
-		errno = e;
+	if ((r != 0 && r != -EBADF) || gc_sys_fd_names(fd, st) != 0)
 		return r;
-	}
-	errno = e;
 	r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
 	if (r == -ENOENT) {
 		/* no mount of it to be found here (a chroot, no /proc): every
