@@ -336,39 +336,30 @@ void gc_stderr_write(const char *buf, size_t n)
 		gc_sys_write_quiet(2, buf, n);
 }
 
+/* A status line "Seccomp:\tN": 1 + N; another line: 0, read on. */
+static int seccomp_line(const char *line, void *ctx)
+{
+	const char *v = gc_str_after(line, "Seccomp:");
+
+	(void)ctx;
+	if (!v)
+		return 0;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	return *v >= '0' && *v <= '9' ? 1 + (*v - '0') : -1;
+}
+
 int gc_sys_seccomp(bool cheap)
 {
-	static const char key[] = "\nSeccomp:";
-	char buf[256];
-	size_t k = 1; /* the file's start counts as a line's */
-	ssize_t n = -1, i;
-	int fd, m = -1;
-	bool found = false;
+	int m;
 
 	if (cheap) {
 		m = (int)syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0);
 		return m < 0 ? -1 : m;
 	}
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	/* small reads, matched as they come: a handler's alternate stack */
-	while (m < 0 && (n = (ssize_t)syscall(SYS_read, fd, buf, sizeof(buf))) > 0)
-		for (i = 0; i < n && m < 0; i++) {
-			char c = buf[i];
-
-			if (found) {
-				if (c != ' ' && c != '\t')
-					m = c >= '0' && c <= '9' ? c - '0' : -2;
-			} else if (c == key[k]) {
-				found = ++k == sizeof(key) - 1;
-			} else {
-				k = c == '\n';
-			}
-		}
-	syscall(SYS_close, fd);
+	m = gc_proc_lines("/proc/thread-self/status", seccomp_line, NULL);
 	/* to the end without the field: a kernel built without seccomp */
-	return m >= 0 ? m : m == -1 && n == 0 && !found ? 0 : -1;
+	return m > 0 ? m - 1 : m == 0 ? 0 : -1;
 }
 
 GC_ONCE void gc_sys_adopt(void)
@@ -638,4 +629,16 @@ int gc_sys_syncfs_dev(uint64_t dev)
 	if (gc_proc_lines("/proc/self/mountinfo", mount_line, &ctx) < 0)
 		return -ENOENT;
 	return ctx.r;
+}
+
+int gc_sys_sync_file_fs(uint64_t dev)
+{
+	int r = gc_sys_syncfs_dev(dev);
+
+	if (r != -ENOENT)
+		return r;
+	/* no mount of it to be found here (a chroot, no /proc): every
+	 * filesystem then, as sync(2) does, which answers nothing */
+	syscall(SYS_sync);
+	return 0;
 }

@@ -143,6 +143,10 @@ int gc_proc_lines(const char *path, int (*fn)(const char *line, void *ctx), void
  * when no mount of it can be opened here. Such a descriptor is opened
  * late: a writeback error that happened before is not reported through it. */
 int gc_sys_syncfs_dev(uint64_t dev);
+/* A request's stand-in when its descriptor no longer names its file: a
+ * syncfs of the file's filesystem @dev, or sync(2) where no mount of it
+ * can be opened (then 0). */
+int gc_sys_sync_file_fs(uint64_t dev);
 
 /* Whether @fd still names the file @st was read from: 1 it does, 0 it
  * does not (closed, or another file), -1 cannot tell (fstat failed

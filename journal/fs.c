@@ -75,30 +75,11 @@ static const struct gc_fs gc_fs_ext4_fc = {
 #define EXT4_TUNE_SB_GET(size) _IOC(_IOC_READ, 'f', 45, size)
 #define EXT4_TUNE_SB_COMPAT 64	/* offset of feature_compat */
 #define EXT4_COMPAT_FAST_COMMIT 0x400
-/* Whether the file at @path holds @needle (at most 63 characters), read
- * a piece at a time: a small buffer, for a signal handler's stack. */
-static bool file_has(const char *path, const char *needle)
+/* The options file's line for the option that shows fast commits. */
+static int fc_line(const char *line, void *ctx)
 {
-	char buf[256];
-	size_t len = strlen(needle), have = 0;
-	ssize_t n;
-	bool found = false;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || len >= 64)
-		return false;
-	while (!found && (n = syscall(SYS_read, fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		have += (size_t)n;
-		buf[have] = '\0';
-		found = strstr(buf, needle) != NULL;
-		/* keep the tail a match may start in */
-		if (have > len - 1) {
-			memmove(buf, buf + have - (len - 1), len - 1);
-			have = len - 1;
-		}
-	}
-	syscall(SYS_close, fd);
-	return found;
+	(void)ctx;
+	return !strcmp(line, "fc_debug_force");
 }
 
 static bool ext4_fast_commit(int fd)
@@ -141,7 +122,7 @@ static bool ext4_fast_commit(int fd)
 	if (gc_name_end(&b) >= (int)sizeof(path))
 		return false;
 	/* one option a line */
-	return file_has(path, "\nfc_debug_force\n");
+	return gc_proc_lines(path, fc_line, NULL) > 0;
 }
 
 /* Elsewhere (FUSE passes the caller's file handle, NFS and CIFS sync what

@@ -1892,13 +1892,8 @@ static int real_and_retire(struct gi_file *f, int fd, const struct stat *st, boo
 	 * the call may have reached another file, or none; a syncfs of this
 	 * file's filesystem covers it, and nothing is learnt from the number */
 	moved = (r == 0 || r == -EBADF) && gc_sys_fd_names(fd, st) == 0;
-	if (moved) {
-		r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
-		if (r == -ENOENT) {
-			syscall(SYS_sync);
-			r = 0;
-		}
-	}
+	if (moved)
+		r = gc_sys_sync_file_fs((uint64_t)st->st_dev);
 	if (f && r == 0) {
 		struct stat now;
 		char path[GI_PATH_MAX];

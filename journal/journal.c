@@ -587,13 +587,7 @@ static int held_file(struct gc_domain *d, int fd, const struct stat *st, int r)
 {
 	if ((r != 0 && r != -EBADF) || gc_sys_fd_names(fd, st) != 0)
 		return r;
-	r = gc_sys_syncfs_dev((uint64_t)st->st_dev);
-	if (r == -ENOENT) {
-		/* no mount of it to be found here (a chroot, no /proc): every
-		 * filesystem then, as sync(2) does, which answers nothing */
-		syscall(SYS_sync);
-		r = 0;
-	}
+	r = gc_sys_sync_file_fs((uint64_t)st->st_dev);
 	gc_domain_note_failure(d, r); /* a real sync of the filesystem, as any */
 	gc_log(GC_LOG_DEBUG, "fd %d: another file on it after the request waited: syncfs: %d", fd,
 	       r);

@@ -154,11 +154,10 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra)
 static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *st,
 			      uintptr_t ra)
 {
-	struct stat now;
 	int saved = errno, r;
 
 	r = sync_fd(fd, full, ra);
-	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+	if (gc_sys_fd_names(fd, st) != 1) {
 		r = gc_sys_syncfs_dev(st->st_dev);
 		if (r == -ENOENT)
 			r = -EIO; /* no mount of it here: not known durable */

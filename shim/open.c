@@ -297,24 +297,28 @@ static int open_plain(enum open_variant v, int dirfd, const char *path, int flag
 	return r;
 }
 
+/* @r, a descriptor the program's call made at the lowest free number (or
+ * -1): where that is 2, descriptor 2 is not stderr any more (core/sys.h). */
+static int new_number(int r)
+{
+	gc_stderr_gone(r);
+	return r;
+}
+
 static int open_common(enum open_variant v, int dirfd, const char *path, int flags,
 		       mode_t mode)
 {
 	uint64_t t;
 	int r;
 
-	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled) {
-		r = open_plain(v, dirfd, path, flags, mode);
-		gc_stderr_gone(r);
-		return r;
-	}
+	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled)
+		return new_number(open_plain(v, dirfd, path, flags, mode));
 	/* an O_TRUNC open changes the file: counted, and a file with intent
 	 * records is checkpointed first */
 	t = gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
 	r = open_plain(v, dirfd, path, flags, mode);
 	gc_intent_meta_done(t);
-	gc_stderr_gone(r);
-	return r;
+	return new_number(r);
 }
 
 static int raw_open(int dirfd, const char *path, int flags, mode_t mode)
@@ -406,14 +410,6 @@ GC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 		return raw_open(dirfd, path, flags | O_LARGEFILE, 0);
 	GC_COUNT(__openat64_2);
 	return open_common(OV_OPENAT64_2, dirfd, path, flags, 0);
-}
-
-/* @r, a descriptor the program's call made at the lowest free number (or
- * -1): where that is 2, descriptor 2 is not stderr any more (core/sys.h). */
-static int new_number(int r)
-{
-	gc_stderr_gone(r);
-	return r;
 }
 
 /* creat() cannot ask for O_SYNC: counted and passed through. */
