@@ -129,7 +129,8 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra)
 	gc_stat_add(bytes_written, (uint64_t)n);
 	if (still_converted(fd, token)) {
 		r = sync_fd(fd, full, ra);
-		if (still_converted(fd, token)) {
+		/* a failure stays a failure, whatever the number names now */
+		if ((r < 0 && r != -EBADF) || still_converted(fd, token)) {
 			if (r < 0) {
 				errno = -r;
 				return -1;
@@ -157,7 +158,8 @@ static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *s
 	int saved = errno, r;
 
 	r = sync_fd(fd, full, ra);
-	if (gc_sys_fd_names(fd, st) != 1) {
+	/* a failure stays a failure, whatever the number names now */
+	if ((r == 0 || r == -EBADF) && gc_sys_fd_names(fd, st) != 1) {
 		r = gc_sys_syncfs_dev(st->st_dev);
 		if (r == -ENOENT)
 			r = -EIO; /* no mount of it here: not known durable */

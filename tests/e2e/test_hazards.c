@@ -188,6 +188,37 @@ Test(hazards, descriptor_swapped_under_a_waiting_fsync)
 	}
 }
 
+/* The same swap while the real sync fails (the inner spy fails every real
+ * sync of a regular file, after 2 ms): whatever the number names by then,
+ * a failure the library's real call reported is the program's answer. A
+ * filesystem-wide sync of the stand-in may not turn it into a success: an
+ * O_DSYNC write or a pwritev2 with RWF_DSYNC once came back complete. */
+Test(hazards, failed_sync_under_a_swapped_descriptor_stays_failed)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000",
+					   "SPY_EIO_EVERY=1", "SPY_DELAY_US=2000", NULL };
+	static const char *const modes[] = { "osync", "rwf", NULL };
+
+	for (size_t i = 0; i < 3; i++) {
+		const char *argv[] = { e2e_prog("fdswap"), e2e_dir(), "10", modes[i], NULL };
+		const char *how = modes[i] ? modes[i] : "fsync";
+		struct spy_summary s;
+		struct e2e_run r;
+
+		e2e_run(&r, PRE_NONE, NULL, 60, argv);
+		e2e_expect_ok(&r, how);
+		cr_expect(strstr(r.out, "rounds=10 failed=0"), "%s bare: %s", how, r.out);
+		e2e_run_free(&r);
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, how);
+		e2e_expect_ok(&r, how);
+		cr_expect(strstr(r.out, "rounds=10 failed=10"),
+			  "%s under libgc, every real sync failing: %s", how, r.out);
+		cr_log_info("fdswap %s, failing: %s", how, r.out);
+		e2e_run_free(&r);
+	}
+}
+
 /* A process holds a POSIX record lock on a file (fcntl, as SQLite does)
  * and fsyncs it in shared windows: the lock must outlive every request.
  * Any close of a descriptor of the file in the process releases it, so
