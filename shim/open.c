@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -825,25 +826,15 @@ GC_EXPORT int fcntl64(int fd, int cmd, ...)
 	return fcntl_common(gc_real.fcntl64, fd, cmd, arg);
 }
 
-/* stdio writes through glibc's internal write, which we cannot see: give a
- * converted descriptor its real flag back before stdio takes it over. The
- * swap closes a description of the file: not while we hold record locks
- * on it (they would go), so fdopen fails with ENOLCK then. */
-GC_EXPORT FILE *fdopen(int fd, const char *mode)
+/* Gives converted @fd its real O_SYNC/O_DSYNC back for good, where
+ * something the library cannot follow takes it over. The swap closes a
+ * description of the file: not while we hold record locks on it (they
+ * would go), so the caller fails with ENOLCK then. 0 or -errno. */
+static int give_back(int fd)
 {
-	int conv, saved = errno, r = 0;
-	bool taken;
+	bool taken = gc_fd_swap_lock();
+	int conv = gc_conv_checked(fd), r = 0;
 
-	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(fdopen)(fd, mode);
-	GC_COUNT(fdopen);
-	/* stdio's own writes are not seen: a file in scope is never logged */
-	if (unlikely(gc_intent_on) && !gc_disabled)
-		gc_intent_fdopen(fd, mode);
-	if (!gc_fd_get(fd) || !gc_self_exact())
-		return gc_real.fdopen(fd, mode);
-	taken = gc_fd_swap_lock();
-	conv = gc_conv_checked(fd);
 	if (conv) {
 		r = gc_fd_locks(fd, true);
 		if (r) {
@@ -857,12 +848,89 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 			gc_fd_set(fd, 0);
 	}
 	gc_fd_swap_unlock(taken);
+	return r;
+}
+
+/* stdio writes through glibc's internal write, which we cannot see: a
+ * converted descriptor gets its real flag back before stdio takes it. */
+GC_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	int saved = errno, r;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(fdopen)(fd, mode);
+	GC_COUNT(fdopen);
+	/* stdio's own writes are not seen: a file in scope is never logged */
+	if (unlikely(gc_intent_on) && !gc_disabled)
+		gc_intent_fdopen(fd, mode);
+	if (!gc_fd_get(fd) || !gc_self_exact())
+		return gc_real.fdopen(fd, mode);
+	r = give_back(fd);
 	if (r < 0) {
 		errno = -r;
 		return NULL;
 	}
 	errno = saved;
 	return gc_real.fdopen(fd, mode);
+}
+
+/* Descriptors passed over a unix socket (SCM_RIGHTS): the receiver shares
+ * the description, and writes through it as the sender opened it, O_SYNC
+ * or O_DSYNC, whether or not it runs under libgc. So every converted one
+ * in @msg gets its real flag back first (as for fdopen); the sender then
+ * shares that description, and its offset, with the receiver. */
+static int give_back_passed(const struct msghdr *msg)
+{
+	struct cmsghdr *c;
+
+	if (likely(!msg || !msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr)))
+		return 0;
+	if (!gc_self_exact())
+		return 0;
+	for (c = CMSG_FIRSTHDR((struct msghdr *)msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		const unsigned char *p = CMSG_DATA(c), *end = (const unsigned char *)c + c->cmsg_len;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (; p + sizeof(int) <= end; p += sizeof(int)) {
+			int fd, r;
+
+			memcpy(&fd, p, sizeof(fd));
+			if (gc_fd_get(fd) && (r = give_back(fd)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+GC_EXPORT ssize_t sendmsg(int sock, const struct msghdr *msg, int flags)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return syscall(SYS_sendmsg, sock, msg, flags);
+	GC_COUNT(sendmsg);
+	if (unlikely((r = give_back_passed(msg)) < 0)) {
+		errno = -r;
+		return -1;
+	}
+	return gc_real.sendmsg(sock, msg, flags);
+}
+
+GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	int r = 0;
+
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_sendmmsg, sock, vec, n, flags);
+	GC_COUNT(sendmmsg);
+	for (unsigned int i = 0; vec && i < n && r == 0; i++)
+		r = give_back_passed(&vec[i].msg_hdr);
+	if (unlikely(r < 0)) {
+		errno = -r;
+		return -1;
+	}
+	return gc_real.sendmmsg(sock, vec, n, flags);
 }
 
 /* closefrom: the program's descriptors only, as close_range. */

@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 struct gc_real {

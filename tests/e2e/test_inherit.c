@@ -134,3 +134,30 @@ Test(inherit, write_racing_close_is_synced)
 		e2e_run_free(&r);
 	}
 }
+
+/* A converted O_DSYNC descriptor sent over a unix socket, by sendmsg and by
+ * sendmmsg: the received copy is O_DSYNC in the kernel's word, as bare, so
+ * a receiver writing through it (under libgc or not) writes synchronously;
+ * with a record lock held, the send keeps flag and lock or fails ENOLCK. */
+Test(inherit, descriptor_passed_over_a_socket_keeps_the_flag)
+{
+	const char *argv[] = { e2e_prog("inherit"), "pass", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = stacks[i] ? "library" : "bare";
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit pass");
+		cr_log_info("%s: %s", who, r.out);
+		cr_expect(strstr(r.out, "sendmsg_ret=0 received_dsync=1 sender_dsync=1"),
+			  "%s: sendmsg handed on a description without O_DSYNC: %s%s", who, r.out,
+			  r.err);
+		cr_expect(strstr(r.out, "sendmmsg_ret=0 received_dsync=1 sender_dsync=1"),
+			  "%s: sendmmsg handed on a description without O_DSYNC: %s%s", who, r.out,
+			  r.err);
+		cr_expect(strstr(r.out, "locked_ok=1"), "%s: %s%s", who, r.out, r.err);
+		e2e_run_free(&r);
+	}
+}

@@ -8,7 +8,8 @@
  *   inherit spawn DIR    posix_spawn with adddup2 of an O_CLOEXEC fd onto 1
  *   inherit eacces DIR   (root) files an unprivileged user cannot reopen
  *   inherit locks DIR    POSIX and OFD locks through converted descriptors
- *   inherit wrace DIR    O_DSYNC writes while another thread swaps the fd */
+ *   inherit wrace DIR    O_DSYNC writes while another thread swaps the fd
+ *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -168,6 +170,111 @@ static int spawn(void)
 	posix_spawn_file_actions_destroy(&fa);
 	printf("spawn_ret=%d exit=%d\n", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	printf("parent_dsync=%d\n", (fcntl(fd, F_GETFL) & O_DSYNC) ? 1 : 0);
+	return 0;
+}
+
+/* --- pass: a converted descriptor sent over a unix socket (SCM_RIGHTS) */
+
+/* The kernel's word on @fd's description: O_DSYNC in /proc/self/fdinfo. */
+static int kernel_dsync(int fd)
+{
+	char path[64], line[256];
+	unsigned long fl = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "flags: %lo", &fl) == 1)
+			break;
+	fclose(f);
+	return (fl & O_DSYNC) ? 1 : 0;
+}
+
+/* Sends @fd over @sock by sendmsg (@mm false) or sendmmsg: 0 or -1. */
+static int send_fd(int sock, int fd, bool mm)
+{
+	char one = 'x', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec v = { &one, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	struct mmsghdr h = { .msg_hdr = m };
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (mm)
+		return sendmmsg(sock, &h, 1, 0) == 1 ? 0 : -1;
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char one, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec v = { &one, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int fd = -1;
+
+	if (recvmsg(sock, &m, 0) != 1 || !(c = CMSG_FIRSTHDR(&m)) || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/* Each way: the receiver's copy (here, a new number of ours the library
+ * never saw) is O_DSYNC as the sender opened it, and the sender's writes
+ * stay synchronous. With a record lock held, the send either keeps both
+ * the flag and the lock, or fails with ENOLCK. */
+static int pass(void)
+{
+	static const char *const ways[] = { "sendmsg", "sendmmsg", "locked" };
+
+	for (int w = 0; w < 3; w++) {
+		struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd, sv[2], got, r, e;
+
+		fd = open(path_of(ways[w]), O_WRONLY | O_CREAT | O_APPEND | O_DSYNC, 0644);
+		if (fd < 0 || write(fd, "a", 1) != 1 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+			return perror("pass"), 1;
+		if (w == 2 && fcntl(fd, F_SETLK, &lk))
+			return perror("lock"), 1;
+		r = send_fd(sv[0], fd, w == 1);
+		e = errno;
+		got = r ? -1 : recv_fd(sv[1]);
+		if (write(fd, "b", 1) != 1)
+			perror("write after");
+		if (w < 2) {
+			printf("%s_ret=%d received_dsync=%d sender_dsync=%d\n", ways[w], r,
+			       got >= 0 ? kernel_dsync(got) : -1, kernel_dsync(fd));
+		} else {
+			/* another process sees whether we still hold the lock */
+			pid_t kid = fork();
+			int st = 0;
+
+			if (kid == 0) {
+				struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+				int f2 = open(path_of(ways[w]), O_WRONLY);
+
+				_exit(f2 >= 0 && !fcntl(f2, F_GETLK, &q) && q.l_type == F_WRLCK ? 0 : 1);
+			}
+			waitpid(kid, &st, 0);
+			printf("locked_ok=%d\n",
+			       ((r == 0 && got >= 0 && kernel_dsync(got) == 1) ||
+				(r < 0 && e == ENOLCK)) &&
+				       WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		}
+		close(sv[0]);
+		close(sv[1]);
+		if (got >= 0)
+			close(got);
+		close(fd);
+	}
 	return 0;
 }
 
@@ -371,7 +478,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "getfl"))
 		return getfl(atoi(argv[2]));
 	if (argc != 3) {
-		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace DIR\n");
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass DIR\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
@@ -386,5 +493,7 @@ int main(int argc, char **argv)
 		return locks();
 	if (!strcmp(argv[1], "wrace"))
 		return wrace();
+	if (!strcmp(argv[1], "pass"))
+		return pass();
 	return 2;
 }

@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +197,27 @@ int main(int argc, char **argv)
 			failures++;
 		} else {
 			fclose(f);
+		}
+			{
+			/* a descriptor passed to ourselves, once by each */
+			char one = 'x', cbuf[CMSG_SPACE(sizeof(int))];
+			struct iovec v = { &one, 1 };
+			struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1,
+					    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+			struct mmsghdr mm = { .msg_hdr = m };
+			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+			int sv[2];
+
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof(int));
+			if (!CHECK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))) {
+				CHECK(sendmsg(sv[0], &m, 0));
+				CHECK(sendmmsg(sv[0], &mm, 1, 0));
+				close(sv[0]);
+				close(sv[1]); /* the passed copies go with it */
+			}
 		}
 	}
 
