@@ -218,18 +218,20 @@ row() {
 		files=$(awk -v r="${R_OPS:-100}" -v s="$secs" -v n="$nthr" \
 			'BEGIN { f = int(r * s / n); if (f < 16) f = 16; print f }')
 	fi
+	# the libgc run of a pair, first or second by turns
+	run_libgc() {
+		run "$dir" "$disk" libgc "$wl" "$files"
+		g_ops=$R_OPS g_p50=$R_P50 g_p99=$R_P99 g_real=$R_REAL g_flush=$R_FLUSH
+		G_DIRECT=$R_DIRECT G_REQ=$R_REQ
+	}
 	for ((k = 0; k < np; k++)); do
 		if [ $((k % 2)) = 1 ]; then
-			run "$dir" "$disk" libgc "$wl" "$files"
-			g_ops=$R_OPS g_p50=$R_P50 g_p99=$R_P99 g_real=$R_REAL g_flush=$R_FLUSH
-			G_DIRECT=$R_DIRECT G_REQ=$R_REQ
+			run_libgc
 		fi
 		run "$dir" "$disk" bare "$wl" "$files"
 		b_ops=$R_OPS b_p50=$R_P50 b_p99=$R_P99 b_real=$R_REAL b_flush=$R_FLUSH
 		if [ $((k % 2)) = 0 ]; then
-			run "$dir" "$disk" libgc "$wl" "$files"
-			g_ops=$R_OPS g_p50=$R_P50 g_p99=$R_P99 g_real=$R_REAL g_flush=$R_FLUSH
-			G_DIRECT=$R_DIRECT G_REQ=$R_REQ
+			run_libgc
 		fi
 		if [ -z "$b_ops" ] || [ -z "$g_ops" ]; then
 			status=1
