@@ -253,10 +253,21 @@ void gc_fd_spawn_end(void)
 	__atomic_sub_fetch(&spawning, 1, __ATOMIC_SEQ_CST);
 }
 
+/* No conversion any more, in this process and its fork children. */
+GC_START static bool stopped;
+
+void gc_fd_convert_stop(void)
+{
+	__atomic_store_n(&stopped, true, __ATOMIC_SEQ_CST);
+	gc_fd_spawn_begin(); /* waits for the conversions under way */
+	gc_fd_spawn_end();
+}
+
 bool gc_fd_convert_begin(void)
 {
 	__atomic_add_fetch(&converting, 1, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&spawning, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&spawning, __ATOMIC_SEQ_CST) &&
+	    !__atomic_load_n(&stopped, __ATOMIC_SEQ_CST))
 		return true;
 	__atomic_sub_fetch(&converting, 1, __ATOMIC_SEQ_CST);
 	return false;

@@ -56,6 +56,9 @@ void gc_fd_swap_unlock(bool taken);
  * sees the spawn and leaves the new descriptor a real sync one. */
 void gc_fd_spawn_begin(void);
 void gc_fd_spawn_end(void);
+/* From now on (and in fork children) no conversion begins; returns once
+ * those under way have ended. */
+void gc_fd_convert_stop(void);
 /* True: go ahead and convert, then call gc_fd_convert_end(). False: a
  * spawn is running, do not convert (nothing to end). */
 bool gc_fd_convert_begin(void);

@@ -5,9 +5,12 @@
  * first (journal/intent.h). Otherwise one branch on top of the real call. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -178,6 +181,32 @@ GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
  * checkpointed and never logged again. */
 #define MAPS_WRITES(prot, flags, fd) ((fd) >= 0 && ((flags) & MAP_SHARED) && ((prot) & PROT_WRITE))
 
+/* A map of an io_uring's submission entries (every ring has one, at this
+ * offset of its descriptor, unless made with IORING_SETUP_NO_MMAP). */
+#define IORING_OFF_SQES_ 0x10000000LL
+
+static void uring_check(int fd, int flags)
+{
+	char link[32], path[40];
+	struct stat st;
+	int saved = errno;
+	ssize_t n;
+
+	if (!(flags & MAP_SHARED) || fstat(fd, &st) || (st.st_mode & S_IFMT))
+		goto out; /* an anonymous inode has no file type */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	if (n == 21 && !memcmp(link, "anon_inode:[io_uring]", 21))
+		gc_osync_stop();
+out:
+	errno = saved;
+}
+#define URING_CHECK(fd, flags, off)                          \
+	do {                                                 \
+		if (unlikely((off) == IORING_OFF_SQES_ && (fd) >= 0)) \
+			uring_check((fd), (flags));          \
+	} while (0)
+
 GC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	uint64_t t = 0;
@@ -185,6 +214,7 @@ GC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 	if (unlikely(!gc_init()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	GC_COUNT(mmap);
+	URING_CHECK(fd, flags, off);
 	if (MAPS_WRITES(prot, flags, fd))
 		t = META_FD(fd, true);
 	return META(t, gc_real.mmap(addr, len, prot, flags, fd, off));
@@ -197,6 +227,7 @@ GC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off6
 	if (unlikely(!gc_init()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	GC_COUNT(mmap64);
+	URING_CHECK(fd, flags, off);
 	if (MAPS_WRITES(prot, flags, fd))
 		t = META_FD(fd, true);
 	return META(t, gc_real.mmap64(addr, len, prot, flags, fd, off));

@@ -933,6 +933,29 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
 	return gc_real.sendmmsg(sock, vec, n, flags);
 }
 
+/* An io_uring's reads and writes go round every wrapper: a converted
+ * descriptor would be written without its O_SYNC/O_DSYNC there. Once the
+ * process maps a ring, every converted descriptor gets its real flag back
+ * and no open converts any more. One that cannot (record locks held)
+ * stays converted, said on stderr. */
+void gc_osync_stop(void)
+{
+	int fd, r;
+
+	if (gc_disabled || !gc_self_exact())
+		return;
+	gc_fd_convert_stop();
+	if (!gc_fd_ever())
+		return;
+	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
+		if (!gc_fd_get(fd) || (r = give_back(fd)) == 0)
+			continue;
+		gc_log(GC_LOG_WARN, "fd %d keeps its O_SYNC/O_DSYNC conversion (%s): writes "
+		       "through io_uring to it are not synchronous (LIBGC_OSYNC=keep avoids "
+		       "this)", fd, strerror(-r));
+	}
+}
+
 /* closefrom: the program's descriptors only, as close_range. */
 GC_EXPORT void closefrom(int lowfd)
 {

@@ -85,6 +85,9 @@ void *gc_next(const char *name);
 /* Converted sync flags of @fd, after checking the entry still belongs to the
  * regular file it was made for (a stale entry is dropped). */
 int gc_conv_checked(int fd);
+/* io_uring in use: every converted descriptor back to its real flag, and
+ * no conversion from now on (shim/open.c). */
+void gc_osync_stop(void);
 /* Gives @fd's file a real description with @sync_flags in place of the
  * converted one: same file, access mode, offset and close-on-exec. With
  * @keep, the reopened description stays open there too (close-on-exec).

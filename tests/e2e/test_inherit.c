@@ -161,3 +161,28 @@ Test(inherit, descriptor_passed_over_a_socket_keeps_the_flag)
 		e2e_run_free(&r);
 	}
 }
+
+/* Once the process maps an io_uring (whose writes go round every wrapper),
+ * every O_DSYNC description is the kernel's own again: one converted
+ * before, one opened after, one opened in a fork child after. */
+Test(inherit, io_uring_writes_keep_the_flag)
+{
+	const char *argv[] = { e2e_prog("inherit"), "uring", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = stacks[i] ? "library" : "bare";
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit uring");
+		cr_log_info("%s: %s", who, r.out);
+		if (strstr(r.out, "uring=unavailable")) {
+			e2e_run_free(&r);
+			cr_skip_test("io_uring_setup fails on this kernel");
+		}
+		cr_expect(strstr(r.out, "a_dsync=1 b_dsync=1"), "%s: %s%s", who, r.out, r.err);
+		cr_expect(strstr(r.out, "c_dsync=1"), "%s: %s%s", who, r.out, r.err);
+		e2e_run_free(&r);
+	}
+}

@@ -9,7 +9,8 @@
  *   inherit eacces DIR   (root) files an unprivileged user cannot reopen
  *   inherit locks DIR    POSIX and OFD locks through converted descriptors
  *   inherit wrace DIR    O_DSYNC writes while another thread swaps the fd
- *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket */
+ *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket
+ *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -278,6 +282,48 @@ static int pass(void)
 	return 0;
 }
 
+/* --- uring: io_uring writes go round the library */
+
+/* A O_DSYNC before the process maps an io_uring, B after it, C in a fork
+ * child after it: each description is O_DSYNC in the kernel's word, as
+ * bare, so the ring's writes through them are synchronous. */
+static int uring(void)
+{
+	struct io_uring_params p;
+	int a, b, ring, st = 0;
+	pid_t kid;
+	void *sqes;
+
+	a = open(path_of("ua"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (a < 0 || write(a, "a", 1) != 1)
+		return perror("ua"), 1;
+	memset(&p, 0, sizeof(p));
+	ring = (int)syscall(SYS_io_uring_setup, 4, &p);
+	if (ring < 0) {
+		printf("uring=unavailable errno=%d\n", errno);
+		return 0;
+	}
+	sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+	if (sqes == MAP_FAILED)
+		return perror("mmap sqes"), 1;
+	b = open(path_of("ub"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (b < 0 || write(b, "b", 1) != 1)
+		return perror("ub"), 1;
+	printf("a_dsync=%d b_dsync=%d\n", kernel_dsync(a), kernel_dsync(b));
+	fflush(stdout);
+	kid = fork();
+	if (kid == 0) {
+		int c = open(path_of("uc"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+
+		printf("c_dsync=%d\n", c >= 0 && write(c, "c", 1) == 1 ? kernel_dsync(c) : -1);
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(kid, &st, 0);
+	return 0;
+}
+
 /* --- eacces: an unprivileged user, files it cannot reopen */
 
 static int eacces_child(void)
@@ -478,7 +524,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "getfl"))
 		return getfl(atoi(argv[2]));
 	if (argc != 3) {
-		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass DIR\n");
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring DIR\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
@@ -495,5 +541,7 @@ int main(int argc, char **argv)
 		return wrace();
 	if (!strcmp(argv[1], "pass"))
 		return pass();
+	if (!strcmp(argv[1], "uring"))
+		return uring();
 	return 2;
 }
