@@ -5,6 +5,7 @@
  * table lookup on top of the real call: no lock, no allocation. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
+#include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -369,4 +370,90 @@ GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 									   out_off, len, flags),
 						   itok),
 				   gc_fd_token(out_fd), GC_RA);
+}
+
+/* Asynchronous writes (POSIX aio, Linux aio) are made by threads or the
+ * kernel round every wrapper: their descriptors get their real O_SYNC or
+ * O_DSYNC back first (gc_unseen_writes), so the writes are as synchronous
+ * as the program asked, only not grouped. */
+#define AIO_GIVE_BACK(fd)                      \
+	do {                                   \
+		int e_ = gc_unseen_writes(fd); \
+		if (unlikely(e_ < 0)) {        \
+			errno = -e_;           \
+			return -1;             \
+		}                              \
+	} while (0)
+
+static int no_aio(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+GC_EXPORT int aio_write(struct aiocb *cb)
+{
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(aio_write) ? REAL_OR_NEXT(aio_write)(cb) : no_aio();
+	GC_COUNT(aio_write);
+	AIO_GIVE_BACK(cb->aio_fildes);
+	return gc_real.aio_write ? gc_real.aio_write(cb) : no_aio();
+}
+
+GC_EXPORT int aio_write64(struct aiocb64 *cb)
+{
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(aio_write64) ? REAL_OR_NEXT(aio_write64)(cb) : no_aio();
+	GC_COUNT(aio_write64);
+	AIO_GIVE_BACK(cb->aio_fildes);
+	return gc_real.aio_write64 ? gc_real.aio_write64(cb) : no_aio();
+}
+
+GC_EXPORT int lio_listio(int mode, struct aiocb *const list[], int n, struct sigevent *sig)
+{
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(lio_listio) ? REAL_OR_NEXT(lio_listio)(mode, list, n, sig)
+						: no_aio();
+	GC_COUNT(lio_listio);
+	for (int i = 0; i < n; i++)
+		if (list[i] && list[i]->aio_lio_opcode == LIO_WRITE)
+			AIO_GIVE_BACK(list[i]->aio_fildes);
+	return gc_real.lio_listio ? gc_real.lio_listio(mode, list, n, sig) : no_aio();
+}
+
+GC_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int n, struct sigevent *sig)
+{
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(lio_listio64) ? REAL_OR_NEXT(lio_listio64)(mode, list, n, sig)
+						  : no_aio();
+	GC_COUNT(lio_listio64);
+	for (int i = 0; i < n; i++)
+		if (list[i] && list[i]->aio_lio_opcode == LIO_WRITE)
+			AIO_GIVE_BACK(list[i]->aio_fildes);
+	return gc_real.lio_listio64 ? gc_real.lio_listio64(mode, list, n, sig) : no_aio();
+}
+
+/* libaio's io_submit (its struct iocb is the kernel's layout), which, as
+ * libaio does, returns the count submitted or -errno. Without libaio in
+ * the process, the system call. */
+GC_EXPORT int io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
+{
+	long r;
+
+	if (likely(gc_init())) {
+		GC_COUNT(io_submit);
+		for (long i = 0; iocbs && i < n; i++) {
+			const struct iocb *cb = iocbs[i];
+			int e;
+
+			if (cb && (cb->aio_lio_opcode == IOCB_CMD_PWRITE ||
+				   cb->aio_lio_opcode == IOCB_CMD_PWRITEV) &&
+			    (e = gc_unseen_writes((int)cb->aio_fildes)) < 0)
+				return e;
+		}
+	}
+	if (REAL_OR_NEXT(io_submit))
+		return REAL_OR_NEXT(io_submit)(ctx, n, iocbs);
+	r = syscall(SYS_io_submit, ctx, n, iocbs);
+	return r < 0 ? -errno : (int)r;
 }

@@ -874,6 +874,20 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	return gc_real.fdopen(fd, mode);
 }
 
+/* Writes to @fd that go round the wrappers (POSIX and Linux AIO): the
+ * intent log never logs the file again, and a converted descriptor gets
+ * its real flag back for good, as for fdopen. 0 or -errno. */
+int gc_unseen_writes(int fd)
+{
+	if (gc_disabled)
+		return 0;
+	if (unlikely(gc_intent_on))
+		gc_intent_fdopen(fd, "w");
+	if (!gc_fd_get(fd) || !gc_self_exact())
+		return 0;
+	return give_back(fd);
+}
+
 /* Descriptors passed over a unix socket (SCM_RIGHTS): the receiver shares
  * the description, and writes through it as the sender opened it, O_SYNC
  * or O_DSYNC, whether or not it runs under libgc. So every converted one

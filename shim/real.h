@@ -4,7 +4,9 @@
  * this libc; wrappers then fall back to the raw system call. */
 #ifndef GC_REAL_H
 #define GC_REAL_H
+#include <aio.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/types.h>

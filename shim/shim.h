@@ -88,6 +88,8 @@ int gc_conv_checked(int fd);
 /* io_uring in use: every converted descriptor back to its real flag, and
  * no conversion from now on (shim/open.c). */
 void gc_osync_stop(void);
+/* Writes to @fd that go round the wrappers (AIO): 0 or -errno (shim/open.c). */
+int gc_unseen_writes(int fd);
 /* Gives @fd's file a real description with @sync_flags in place of the
  * converted one: same file, access mode, offset and close-on-exec. With
  * @keep, the reopened description stays open there too (close-on-exec).

@@ -186,3 +186,26 @@ Test(inherit, io_uring_writes_keep_the_flag)
 		e2e_run_free(&r);
 	}
 }
+
+/* Writes submitted asynchronously (aio_write, lio_listio, libaio's
+ * io_submit) are made round every wrapper: each goes through an O_DSYNC
+ * description, in the kernel's word, as bare. */
+Test(inherit, asynchronous_writes_keep_the_flag)
+{
+	const char *argv[] = { e2e_prog("inherit"), "aio", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = stacks[i] ? "library" : "bare";
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit aio");
+		cr_log_info("%s: %s", who, r.out);
+		cr_expect(strstr(r.out, "aio_write=3 lio=3 io_submit=3"), "%s: %s%s", who, r.out,
+			  r.err);
+		cr_expect(strstr(r.out, "aio_dsync=1 lio_dsync=1 libaio_dsync=1"), "%s: %s%s", who,
+			  r.out, r.err);
+		e2e_run_free(&r);
+	}
+}

@@ -10,15 +10,20 @@
  *   inherit locks DIR    POSIX and OFD locks through converted descriptors
  *   inherit wrace DIR    O_DSYNC writes while another thread swaps the fd
  *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket
- *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring */
+ *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring
+ *   inherit aio DIR      O_DSYNC descriptors written by POSIX aio and libaio */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <aio.h>
+#include <dlfcn.h>
+#include <linux/aio_abi.h>
 #include <linux/io_uring.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -324,6 +329,76 @@ static int uring(void)
 	return 0;
 }
 
+/* --- aio: asynchronous writes go round the library */
+
+static int open_dsync(const char *name)
+{
+	int fd = open(path_of(name), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+
+	if (fd < 0 || write(fd, "0", 1) != 1)
+		return -1;
+	return fd;
+}
+
+/* libaio's io_submit as a program linked with libaio calls it: the first
+ * definition of the name (the library's, under it), else the system call. */
+static long submit_one(aio_context_t ctx, struct iocb *cb)
+{
+	int (*fn)(aio_context_t, long, struct iocb **) =
+		(int (*)(aio_context_t, long, struct iocb **))dlsym(RTLD_DEFAULT, "io_submit");
+	long r;
+
+	if (fn)
+		return fn(ctx, 1, &cb);
+	r = syscall(SYS_io_submit, ctx, 1, &cb);
+	return r < 0 ? -errno : r;
+}
+
+/* An O_DSYNC file written by aio_write, one by lio_listio, one by libaio's
+ * io_submit: each write went through an O_DSYNC description. */
+static int aio(void)
+{
+	static char buf[4] = "aio";
+	struct aiocb a = { 0 }, l = { 0 }, *list[1] = { &l };
+	const struct aiocb *wait1[1] = { &a };
+	struct iocb cb = { 0 };
+	struct io_event ev;
+	aio_context_t ctx = 0;
+	int fa = open_dsync("aa"), fl = open_dsync("al"), fk = open_dsync("ak");
+	long r;
+
+	if (fa < 0 || fl < 0 || fk < 0)
+		return perror("aio open"), 1;
+	a.aio_fildes = fa;
+	a.aio_buf = buf;
+	a.aio_nbytes = 3;
+	if (aio_write(&a))
+		return perror("aio_write"), 1;
+	while (aio_error(&a) == EINPROGRESS)
+		aio_suspend(wait1, 1, NULL);
+	l = a;
+	l.aio_fildes = fl;
+	l.aio_lio_opcode = LIO_WRITE;
+	if (lio_listio(LIO_WAIT, list, 1, NULL))
+		return perror("lio_listio"), 1;
+	if (syscall(SYS_io_setup, 4, &ctx))
+		return perror("io_setup"), 1;
+	cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+	cb.aio_fildes = (unsigned)fk;
+	cb.aio_buf = (uint64_t)(uintptr_t)buf;
+	cb.aio_nbytes = 3;
+	cb.aio_offset = 1;
+	r = submit_one(ctx, &cb);
+	if (r != 1 || syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+		return fprintf(stderr, "io_submit: %ld\n", r), 1;
+	printf("aio_write=%zd lio=%zd io_submit=%lld\n", aio_return(&a), aio_return(&l),
+	       (long long)ev.res);
+	printf("aio_dsync=%d lio_dsync=%d libaio_dsync=%d\n", kernel_dsync(fa), kernel_dsync(fl),
+	       kernel_dsync(fk));
+	syscall(SYS_io_destroy, ctx);
+	return 0;
+}
+
 /* --- eacces: an unprivileged user, files it cannot reopen */
 
 static int eacces_child(void)
@@ -524,7 +599,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "getfl"))
 		return getfl(atoi(argv[2]));
 	if (argc != 3) {
-		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring DIR\n");
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring|aio DIR\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
@@ -543,5 +618,7 @@ int main(int argc, char **argv)
 		return pass();
 	if (!strcmp(argv[1], "uring"))
 		return uring();
+	if (!strcmp(argv[1], "aio"))
+		return aio();
 	return 2;
 }

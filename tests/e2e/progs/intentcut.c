@@ -12,7 +12,10 @@
  * "walk" writes through every write-family name of shim/syms.def (each
  * pwritev2 flag too) into a file of its own, then syncs; a name of the
  * list that is neither walked nor named as no write here fails the case. */
+#include <aio.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <linux/aio_abi.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -231,7 +235,9 @@ static const struct {
 };
 static const char *const walked[] = { "write", "pwrite", "pwrite64", "writev", "pwritev",
 				      "pwritev64", "pwritev2", "pwritev64v2", "sendfile",
-				      "sendfile64", "splice", "copy_file_range", "fdopen" };
+				      "sendfile64", "splice", "copy_file_range", "fdopen",
+				      "aio_write", "aio_write64", "lio_listio", "lio_listio64",
+				      "io_submit" };
 /* Names that change a file other than through its bytes (tests/e2e/intent.sh
  * covers each: truncate, fallocate, rename, unlink, mmap, O_TRUNC) or write
  * nothing. */
@@ -448,6 +454,59 @@ static void walk(void)
 		t = open(path, O_WRONLY | O_SYNC);
 		if (t < 0 || pwrite(t, fill("osync", 100), 100, 4096) != 100)
 			die("O_SYNC pwrite");
+	}
+	for (i = 0; i < 5; i++) {
+		static const char *const an[] = { "aio_write", "aio_write64", "lio_listio",
+						  "lio_listio64", "io_submit" };
+		/* asynchronous writes, made round the library's wrappers */
+		struct aiocb a = { 0 }, *l[1] = { &a };
+		struct aiocb64 a64 = { 0 }, *l64[1] = { &a64 };
+		const struct aiocb *w[1] = { &a };
+		const struct aiocb64 *w64[1] = { &a64 };
+		int ok = 0;
+
+		fd = prepare(an[i]);
+		a.aio_fildes = a64.aio_fildes = fd;
+		a.aio_buf = a64.aio_buf = (void *)fill(an[i], 100);
+		a.aio_nbytes = a64.aio_nbytes = 100;
+		a.aio_offset = a64.aio_offset = 8000;
+		a.aio_lio_opcode = a64.aio_lio_opcode = LIO_WRITE;
+		if (i == 0 && !aio_write(&a)) {
+			while (aio_error(&a) == EINPROGRESS)
+				aio_suspend(w, 1, NULL);
+			ok = aio_return(&a) == 100;
+		} else if (i == 1 && !aio_write64(&a64)) {
+			while (aio_error64(&a64) == EINPROGRESS)
+				aio_suspend64(w64, 1, NULL);
+			ok = aio_return64(&a64) == 100;
+		} else if (i == 2) {
+			ok = !lio_listio(LIO_WAIT, l, 1, NULL) && aio_return(&a) == 100;
+		} else if (i == 3) {
+			ok = !lio_listio64(LIO_WAIT, l64, 1, NULL) && aio_return64(&a64) == 100;
+		} else if (i == 4) {
+			/* libaio's io_submit, as a program linked with it calls it */
+			int (*sub)(aio_context_t, long, struct iocb **) =
+				(int (*)(aio_context_t, long, struct iocb **))dlsym(RTLD_DEFAULT,
+										  "io_submit");
+			struct iocb cb = { 0 }, *cbs[1] = { &cb };
+			struct io_event ev;
+			aio_context_t ctx = 0;
+
+			cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+			cb.aio_fildes = (unsigned)fd;
+			cb.aio_buf = (unsigned long)wbuf;
+			cb.aio_nbytes = 100;
+			cb.aio_offset = 8000;
+			/* bare, no such name: the system call */
+			ok = !syscall(SYS_io_setup, 1, &ctx) &&
+			     (sub ? sub(ctx, 1, cbs) : syscall(SYS_io_submit, ctx, 1, cbs)) == 1 &&
+			     syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) == 1 && ev.res == 100;
+			if (ctx)
+				syscall(SYS_io_destroy, ctx);
+		}
+		if (!ok)
+			die(an[i]);
+		sync_fd(fd);
 	}
 #undef CASE
 #undef IOV1

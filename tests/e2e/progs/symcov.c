@@ -2,7 +2,10 @@
 /* symcov DIR: calls every libc name the library exports at least once, each
  * successfully, and checks the bytes landed; the suite matches the exit
  * report's sym.<name> counts against shim/syms.def. */
+#include <aio.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <linux/aio_abi.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -217,6 +221,53 @@ int main(int argc, char **argv)
 				CHECK(sendmmsg(sv[0], &mm, 1, 0));
 				close(sv[0]);
 				close(sv[1]); /* the passed copies go with it */
+			}
+		}
+		{
+			/* asynchronous writes, waited for, into the plain file's
+			 * far end (its bytes are checked up to 28 only) */
+			struct aiocb a = { .aio_fildes = fd, .aio_buf = "aio", .aio_nbytes = 3,
+					   .aio_offset = 4096, .aio_lio_opcode = LIO_WRITE };
+			struct aiocb64 a64 = { .aio_fildes = fd, .aio_buf = "aio", .aio_nbytes = 3,
+					       .aio_offset = 4096, .aio_lio_opcode = LIO_WRITE };
+			struct aiocb *l[1] = { &a };
+			struct aiocb64 *l64[1] = { &a64 };
+			const struct aiocb *w[1] = { &a };
+			const struct aiocb64 *w64[1] = { &a64 };
+			int (*sub)(aio_context_t, long, struct iocb **) =
+				(int (*)(aio_context_t, long, struct iocb **))dlsym(RTLD_DEFAULT,
+										  "io_submit");
+			struct iocb cb = { .aio_lio_opcode = IOCB_CMD_PWRITE,
+					   .aio_fildes = (unsigned)fd,
+					   .aio_buf = (unsigned long)"aio", .aio_nbytes = 3,
+					   .aio_offset = 4096 };
+			struct iocb *cbs[1] = { &cb };
+			struct io_event ev;
+			aio_context_t ctx = 0;
+
+			if (!CHECK(aio_write(&a))) {
+				while (aio_error(&a) == EINPROGRESS)
+					aio_suspend(w, 1, NULL);
+				CHECK(aio_return(&a));
+			}
+			if (!CHECK(aio_write64(&a64))) {
+				while (aio_error64(&a64) == EINPROGRESS)
+					aio_suspend64(w64, 1, NULL);
+				CHECK(aio_return64(&a64));
+			}
+			CHECK(lio_listio(LIO_WAIT, l, 1, NULL));
+			CHECK(lio_listio64(LIO_WAIT, l64, 1, NULL));
+			if (!sub) {
+				fprintf(stderr, "symcov: no io_submit to call\n");
+				failures++;
+			} else if (!CHECK(syscall(SYS_io_setup, 1, &ctx))) {
+				int r = sub(ctx, 1, cbs);
+
+				if (r != 1 || syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1) {
+					fprintf(stderr, "symcov: io_submit: %d\n", r);
+					failures++;
+				}
+				syscall(SYS_io_destroy, ctx);
 			}
 		}
 	}
