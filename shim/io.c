@@ -173,6 +173,15 @@ static ssize_t sync_untracked(int fd, ssize_t n, bool full, const struct stat *s
 	return n;
 }
 
+int gc_sync_converted(int fd, uintptr_t ra)
+{
+	uint64_t token = gc_fd_token(fd);
+
+	if (!(uint32_t)token || !still_converted(fd, token))
+		return 0;
+	return sync_fd(fd, true, ra);
+}
+
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
 	uint64_t token, pre;

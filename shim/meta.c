@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/fdtable.h"
 #include "journal/intent.h"
 #include "shim/shim.h"
 
@@ -26,6 +27,8 @@
 			gc_intent_meta_done(tok);                                   \
 		r_;                                                                 \
 	})
+/* The caller of an exported function: its call site */
+#define GC_RA ((uintptr_t)__builtin_return_address(0))
 #define META_PATH(dirfd, path, how)                                                 \
 	(unlikely(gc_intent_on) && !gc_disabled ? gc_intent_meta_path(dirfd, path, how) : 0)
 #define META_FD(fd, mapped)                                                         \
@@ -75,6 +78,31 @@ GC_EXPORT int ftruncate64(int fd, off64_t len)
 	return META(t, gc_real.ftruncate64(fd, len));
 }
 
+/* ext4 and XFS commit a fallocate made through an O_SYNC or O_DSYNC
+ * description before it returns: through a converted one a sync request
+ * does. @r is the call's 0 or errno number (posix_fallocate's way). */
+static int falloc_synced(int fd, int r, uintptr_t ra)
+{
+	if (r == 0 && unlikely((uint32_t)gc_fd_token(fd)))
+		r = -gc_sync_converted(fd, ra);
+	return r;
+}
+
+static int falloc_ret(int fd, int r, uintptr_t ra)
+{
+	int saved = errno;
+
+	if (r != 0)
+		return r;
+	r = falloc_synced(fd, 0, ra);
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	errno = saved;
+	return 0;
+}
+
 GC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
 	uint64_t t = 0;
@@ -83,7 +111,7 @@ GC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate);
 	t = META_FD(fd, false);
-	return META(t, gc_real.fallocate(fd, mode, off, len));
+	return falloc_ret(fd, META(t, gc_real.fallocate(fd, mode, off, len)), GC_RA);
 }
 
 GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
@@ -94,7 +122,31 @@ GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate64);
 	t = META_FD(fd, false);
-	return META(t, gc_real.fallocate64(fd, mode, off, len));
+	return falloc_ret(fd, META(t, gc_real.fallocate64(fd, mode, off, len)), GC_RA);
+}
+
+/* glibc's posix_fallocate makes its system call (or writes zeros) inside
+ * libc: seen here, for the intent log and for converted descriptors. */
+GC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	uint64_t t = 0;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(posix_fallocate)(fd, off, len);
+	GC_COUNT(posix_fallocate);
+	t = META_FD(fd, false);
+	return falloc_synced(fd, META(t, gc_real.posix_fallocate(fd, off, len)), GC_RA);
+}
+
+GC_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
+{
+	uint64_t t = 0;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(posix_fallocate64)(fd, off, len);
+	GC_COUNT(posix_fallocate64);
+	t = META_FD(fd, false);
+	return falloc_synced(fd, META(t, gc_real.posix_fallocate64(fd, off, len)), GC_RA);
 }
 
 GC_EXPORT int rename(const char *from, const char *to)

@@ -90,6 +90,11 @@ int gc_conv_checked(int fd);
 void gc_osync_stop(void);
 /* Writes to @fd that go round the wrappers (AIO): 0 or -errno (shim/open.c). */
 int gc_unseen_writes(int fd);
+/* A call that the kernel makes synchronous on an O_SYNC or O_DSYNC
+ * description (fallocate on ext4 and XFS) succeeded on @fd: if @fd is a
+ * converted one, a full sync request does what the flag did. 0 or -errno
+ * (shim/io.c). */
+int gc_sync_converted(int fd, uintptr_t ra);
 /* Gives @fd's file a real description with @sync_flags in place of the
  * converted one: same file, access mode, offset and close-on-exec. With
  * @keep, the reopened description stays open there too (close-on-exec).

@@ -47,6 +47,8 @@ typedef ssize_t (*pwritev2_fn)(int, const struct iovec *, int, off_t, int);
 typedef ssize_t (*pwritev64v2_fn)(int, const struct iovec *, int, off64_t, int);
 typedef int (*sync_fn)(int);
 typedef int (*fcntl_fn)(int, int, ...);
+typedef int (*falloc_fn)(int, int, off_t, off_t);
+typedef int (*pfalloc_fn)(int, off_t, off_t);
 
 /* Resolved in the constructor, or on first use when another library's
  * constructor calls us before ours ran. Racing resolvers store the same value. */
@@ -62,6 +64,10 @@ static struct {
 	sync_fn fsync;
 	sync_fn fdatasync;
 	fcntl_fn fcntl;
+	falloc_fn fallocate;
+	falloc_fn fallocate64;
+	pfalloc_fn posix_fallocate;
+	pfalloc_fn posix_fallocate64;
 } next;
 
 static const char *spy_log_path;
@@ -119,6 +125,10 @@ __attribute__((constructor)) static void spy_ctor(void)
 	RESOLVE(fsync);
 	RESOLVE(fdatasync);
 	RESOLVE(fcntl);
+	RESOLVE(fallocate);
+	RESOLVE(fallocate64);
+	RESOLVE(posix_fallocate);
+	RESOLVE(posix_fallocate64);
 }
 
 static uint64_t now_ns(void)
@@ -306,6 +316,57 @@ EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
 {
 	NEXT_OR_ENOSYS(pwritev64v2);
 	return SPY_WRITE(next.pwritev64v2(fd, iov, cnt, off, flags), fd, flags);
+}
+
+/* A fallocate through an O_SYNC or O_DSYNC description is committed by
+ * ext4 and XFS before it returns (with its metadata): logged as an O_SYNC
+ * write of one byte (a write of none needs no cover), -1 if it failed.
+ * posix_fallocate answers an errno number, made -1 and errno here. */
+#define SPY_FALLOC(call, fd)                                                          \
+	(SPY_WRITE((call) == 0 ? 1 : -1, fd, spy_write_kind(fd, 0) ? RWF_SYNC : 0) == 1 ? 0 : -1)
+
+static int spy_errnum(int e)
+{
+	if (!e)
+		return 0;
+	errno = e;
+	return -1;
+}
+
+EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	NEXT_OR_ENOSYS(fallocate);
+	return (int)SPY_FALLOC(next.fallocate(fd, mode, off, len), fd);
+}
+
+EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	NEXT_OR_ENOSYS(fallocate64);
+	return (int)SPY_FALLOC(next.fallocate64(fd, mode, off, len), fd);
+}
+
+EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	int saved = errno, r;
+
+	if (!RESOLVE(posix_fallocate))
+		return ENOSYS;
+	r = (int)SPY_FALLOC(spy_errnum(next.posix_fallocate(fd, off, len)), fd);
+	r = r ? errno : 0;
+	errno = saved;
+	return r;
+}
+
+EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
+{
+	int saved = errno, r;
+
+	if (!RESOLVE(posix_fallocate64))
+		return ENOSYS;
+	r = (int)SPY_FALLOC(spy_errnum(next.posix_fallocate64(fd, off, len)), fd);
+	r = r ? errno : 0;
+	errno = saved;
+	return r;
 }
 
 #ifdef SPY_INNER

@@ -613,3 +613,34 @@ Test(durable, no_hand_back_where_directory_commits_are_not_cheap)
 	stepoff_case("SPY_DIR_DELAY_US=2000", &real, &deferred);
 	cr_expect_eq(deferred, 0, "%ld requests handed back", deferred);
 }
+
+/* ext4 and XFS commit a fallocate made through an O_SYNC or O_DSYNC
+ * description before it returns. Through converted ones (fallocate,
+ * fallocate64, posix_fallocate, posix_fallocate64; O_DSYNC and O_SYNC),
+ * the spies see each covered by a real sync of its file that started
+ * after it: the call is as durable as bare. */
+Test(durable, fallocate_through_a_converted_descriptor_is_committed)
+{
+	const char *argv[] = { e2e_prog("falloc"), e2e_dir(), NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+
+	/* the fair case: the kernel's own O_SYNC descriptors pass the check */
+	for (int k = 0; k < 2; k++) {
+		const char *what = k ? "converted" : "LIBGC_OSYNC=keep";
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, k ? NULL : keep, 30, argv, what);
+		e2e_expect_ok(&r, what);
+		cr_expect(strstr(r.out, "calls=8 failed=0"), "%s: %s%s", what, r.out, r.err);
+		/* the 8 calls, and the first byte written to each O_SYNC file */
+		cr_expect_eq(s.s_prog_by_kind[SPY_WRITE_SYNC], 8 + 4,
+			     "%s: the spies saw %zu of the 8 + 4 O_SYNC-like calls", what,
+			     s.s_prog_by_kind[SPY_WRITE_SYNC]);
+		cr_expect_eq(s.s_violations, 0,
+			     "%s: %zu calls returned before a covering real sync", what,
+			     s.s_violations);
+		e2e_run_free(&r);
+	}
+}

@@ -98,6 +98,15 @@ int main(int argc, char **argv)
 	CHECK(ftruncate64(fd2, 4096));
 	CHECK(fallocate(fd2, 0, 0, 4096));
 	CHECK(fallocate64(fd2, 0, 0, 4096));
+	{
+		int e = posix_fallocate(fd2, 0, 4096), e64 = posix_fallocate64(fd2, 0, 4096);
+
+		if (e || e64) {
+			fprintf(stderr, "symcov: posix_fallocate: %s, posix_fallocate64: %s\n",
+				strerror(e), strerror(e64));
+			failures++;
+		}
+	}
 	snprintf(path, sizeof(path), "%s/meta1", dir);
 	CHECK(close((int)CHECK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644))));
 	CHECK(truncate(path, 10));
