@@ -228,6 +228,9 @@ static void convert_fd(int fd, int sync_flags)
 	char path[64];
 	struct stat st;
 
+	/* 0 to 2 are stdio's streams, written inside libc (std_stream_copy) */
+	if (fd <= 2)
+		return;
 	fl = raw_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return;
@@ -548,12 +551,35 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 }
 
 /* @r is the new descriptor from a dup-like call on @oldfd. */
+static int give_back(int fd);
+
+/* Descriptors 0 to 2 are stdio's, whose writes (printf, fputs, perror)
+ * glibc makes inside libc: a copy of a converted descriptor landing there
+ * gets a real sync description. @oldfd gets its flag back for good first,
+ * so that both numbers still share one description and its offset. */
+static int std_stream_copy(int oldfd, int r)
+{
+	int fdfl = raw_fcntl(r, F_GETFD, 0), e = give_back(oldfd);
+
+	if (e == 0 && syscall(SYS_dup3, oldfd, r, (fdfl > 0 && (fdfl & FD_CLOEXEC)) ? O_CLOEXEC : 0) < 0)
+		e = -errno;
+	if (e < 0) {
+		gc_log(GC_LOG_WARN, "fd %d, a copy of converted fd %d, stays without its "
+		       "O_SYNC/O_DSYNC for stdio's writes (%s)", r, oldfd, strerror(-e));
+		return r;
+	}
+	gc_fd_set(r, 0);
+	return r;
+}
+
 static int dup_track(int oldfd, int r)
 {
 	int conv = r >= 0 ? gc_fd_get(oldfd) : 0;
 
 	if (!conv)
 		return r;
+	if (r <= 2)
+		return std_stream_copy(oldfd, r);
 	gc_fd_copy(oldfd, r);
 	if (gc_fd_get(r) != conv) {
 		/* The copy could not be tracked: it would lose O_SYNC. The
@@ -872,6 +898,90 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	}
 	errno = saved;
 	return gc_real.fdopen(fd, mode);
+}
+
+/* dprintf writes through a stdio stream of its own, inside libc: as for
+ * fdopen, a converted descriptor gets its real flag back first. */
+static int dprintf_prepare(int fd)
+{
+	if (gc_disabled || !gc_fd_get(fd) || !gc_self_exact())
+		return 0;
+	if (unlikely(gc_intent_on))
+		gc_intent_fdopen(fd, "w");
+	return give_back(fd);
+}
+
+GC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(vdprintf)(fd, fmt, ap);
+	GC_COUNT(vdprintf);
+	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+		errno = -r;
+		return -1;
+	}
+	return gc_real.vdprintf(fd, fmt, ap);
+}
+
+GC_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (unlikely(!gc_init())) {
+		va_start(ap, fmt);
+		r = REAL_OR_NEXT(vdprintf)(fd, fmt, ap);
+		va_end(ap);
+		return r;
+	}
+	GC_COUNT(dprintf);
+	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+		errno = -r;
+		return -1;
+	}
+	va_start(ap, fmt);
+	r = gc_real.vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* The fortified names (_FORTIFY_SOURCE=2 builds call these) */
+GC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return REAL_OR_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+	GC_COUNT(__vdprintf_chk);
+	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+		errno = -r;
+		return -1;
+	}
+	return gc_real.__vdprintf_chk(fd, flag, fmt, ap);
+}
+
+GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (unlikely(!gc_init())) {
+		va_start(ap, fmt);
+		r = REAL_OR_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+		va_end(ap);
+		return r;
+	}
+	GC_COUNT(__dprintf_chk);
+	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+		errno = -r;
+		return -1;
+	}
+	va_start(ap, fmt);
+	r = gc_real.__vdprintf_chk(fd, flag, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* Writes to @fd that go round the wrappers (POSIX and Linux AIO): the

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/socket.h>

@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +238,8 @@ static const char *const walked[] = { "write", "pwrite", "pwrite64", "writev", "
 				      "pwritev64", "pwritev2", "pwritev64v2", "sendfile",
 				      "sendfile64", "splice", "copy_file_range", "fdopen",
 				      "aio_write", "aio_write64", "lio_listio", "lio_listio64",
-				      "io_submit" };
+				      "io_submit", "dprintf", "vdprintf", "__dprintf_chk",
+				      "__vdprintf_chk" };
 /* Names that change a file other than through its bytes (tests/e2e/intent.sh
  * covers each: truncate, fallocate, rename, unlink, mmap, O_TRUNC) or write
  * nothing. */
@@ -282,6 +284,26 @@ static int src_fd(const char *name, size_t n)
 	if (fd < 0 || write(fd, fill(name, n), n) != (ssize_t)n)
 		die("source");
 	return fd;
+}
+
+extern int __dprintf_chk(int, int, const char *, ...);
+extern int __vdprintf_chk(int, int, const char *, va_list);
+
+/* dprintf, vdprintf, __dprintf_chk or __vdprintf_chk (@how 0-3) */
+static int dprintf_by(int how, int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	switch (how) {
+	case 0: r = dprintf(fd, fmt, va_arg(ap, const char *)); break;
+	case 1: r = vdprintf(fd, fmt, ap); break;
+	case 2: r = __dprintf_chk(fd, 1, fmt, va_arg(ap, const char *)); break;
+	default: r = __vdprintf_chk(fd, 1, fmt, ap); break;
+	}
+	va_end(ap);
+	return r;
 }
 
 static void walk(void)
@@ -455,6 +477,16 @@ static void walk(void)
 		t = open(path, O_WRONLY | O_SYNC);
 		if (t < 0 || pwrite(t, fill("osync", 100), 100, 4096) != 100)
 			die("O_SYNC pwrite");
+	}
+	for (i = 0; i < 4; i++) {
+		static const char *const dn[] = { "dprintf", "vdprintf", "__dprintf_chk",
+						  "__vdprintf_chk" };
+		/* stdio streams of their own, written inside libc */
+		fd = prepare(dn[i]);
+		lseek(fd, 9000, SEEK_SET);
+		if (dprintf_by(i, fd, "%.100s", fill(dn[i], 100)) != 100)
+			die(dn[i]);
+		sync_fd(fd);
 	}
 	for (i = 0; i < 5; i++) {
 		static const char *const an[] = { "aio_write", "aio_write64", "lio_listio",

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/aio_abi.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,31 @@ static long check(long r, const char *what)
 	return r;
 }
 #define CHECK(expr) check((long)(expr), #expr)
+
+extern int __dprintf_chk(int, int, const char *, ...);
+extern int __vdprintf_chk(int, int, const char *, va_list);
+
+static int vdprintf_of(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static int vdprintf_chk_of(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = __vdprintf_chk(fd, 1, fmt, ap);
+	va_end(ap);
+	return r;
+}
 
 int main(int argc, char **argv)
 {
@@ -203,6 +229,17 @@ int main(int argc, char **argv)
 			failures++;
 		} else {
 			pclose(f);
+		}
+		{
+			/* dprintf and friends, at the plain file's far end */
+			off_t at = lseek(fd, 0, SEEK_CUR);
+
+			lseek(fd, 8192, SEEK_SET);
+			CHECK(dprintf(fd, "%s", "d"));
+			CHECK(vdprintf_of(fd, "%s", "v"));
+			CHECK(__dprintf_chk(fd, 1, "%s", "c"));
+			CHECK(vdprintf_chk_of(fd, "%s", "w"));
+			lseek(fd, at, SEEK_SET);
 		}
 		f = fdopen(dup(fd), "r");
 		if (!f) {
