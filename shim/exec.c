@@ -258,6 +258,15 @@ GC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	AROUND_EXEC(int, false, gc_real.fexecve(fd, argv, envp), -1);
 }
 
+GC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			int flags)
+{
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
+	GC_COUNT(execveat);
+	AROUND_EXEC(int, false, gc_real.execveat(dirfd, path, argv, envp, flags), -1);
+}
+
 /* execl and friends take the argument list inline; count it, then hand an
  * array to the vector form (@envp: execle's environment after the NULL). */
 #define ARGV_FROM_VA(arg0, argv, envp_out)                                          \

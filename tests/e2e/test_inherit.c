@@ -232,3 +232,23 @@ Test(inherit, standard_streams_keep_the_flag)
 		e2e_run_free(&r);
 	}
 }
+
+/* execveat (glibc 2.34) hands a converted O_DSYNC descriptor to a bare
+ * program with its flag, as execve does. */
+Test(inherit, execveat_hands_on_the_flag)
+{
+	const char *argv[] = { e2e_prog("inherit"), "execveat", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = stacks[i] ? "library" : "bare";
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit execveat");
+		cr_expect(strstr(r.out, "execveat_exit=0"), "%s: %s%s", who, r.out, r.err);
+		cr_expect(strstr(r.err, "dsync=1"), "%s: the new program's descriptor lost O_DSYNC: %s%s",
+			  who, r.out, r.err);
+		e2e_run_free(&r);
+	}
+}

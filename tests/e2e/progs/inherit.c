@@ -12,7 +12,8 @@
  *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket
  *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring
  *   inherit aio DIR      O_DSYNC descriptors written by POSIX aio and libaio
- *   inherit stdio DIR    O_DSYNC descriptors at 0-2, where stdio writes */
+ *   inherit stdio DIR    O_DSYNC descriptors at 0-2, where stdio writes
+ *   inherit execveat DIR an O_DSYNC descriptor across execveat */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -430,6 +431,28 @@ static int stdio_fds(void)
 	return 0;
 }
 
+/* --- execveat: the exec family's newest name */
+
+static int execveat_fl(void)
+{
+	char num[16], *argv[] = { (char *)self, "getfl", num, NULL };
+	int fd = open(path_of("ea"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644), st = 0;
+	pid_t kid;
+
+	if (fd < 0 || write(fd, "a", 1) != 1)
+		return perror("execveat open"), 1;
+	snprintf(num, sizeof(num), "%d", fd);
+	fflush(stdout);
+	kid = fork();
+	if (kid == 0) {
+		execveat(AT_FDCWD, self, argv, bare_env(), 0);
+		_exit(200 + errno);
+	}
+	waitpid(kid, &st, 0);
+	printf("execveat_exit=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 0;
+}
+
 /* --- eacces: an unprivileged user, files it cannot reopen */
 
 static int eacces_child(void)
@@ -630,7 +653,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "getfl"))
 		return getfl(atoi(argv[2]));
 	if (argc != 3) {
-		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring|aio|stdio DIR\n");
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring|aio|stdio|execveat DIR\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
@@ -653,5 +676,7 @@ int main(int argc, char **argv)
 		return aio();
 	if (!strcmp(argv[1], "stdio"))
 		return stdio_fds();
+	if (!strcmp(argv[1], "execveat"))
+		return execveat_fl();
 	return 2;
 }

@@ -248,7 +248,7 @@ static const char *const not_writes[] = {
 	"openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat",
 	"creat64", "close", "pipe", "pipe2", "close_range", "closefrom", "dup", "dup2", "dup3",
 	"fcntl", "fcntl64", "sendmsg", "sendmmsg", "execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp",
-	"fexecve", "posix_spawn", "posix_spawnp", "system", "popen", "_exit", "_Exit", "truncate",
+	"fexecve", "execveat", "posix_spawn", "posix_spawnp", "system", "popen", "_exit", "_Exit", "truncate",
 	"truncate64", "ftruncate", "ftruncate64", "fallocate", "fallocate64", "posix_fallocate",
 	"posix_fallocate64", "rename", "renameat",
 	"renameat2", "unlink", "unlinkat", "mmap", "mmap64"

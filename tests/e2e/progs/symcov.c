@@ -218,6 +218,7 @@ int main(int argc, char **argv)
 		execle("/nonexistent/x", "x", (char *)NULL, environ);
 		execlp("/nonexistent/x", "x", (char *)NULL);
 		fexecve(-1, av, environ);
+		execveat(AT_FDCWD, "/nonexistent/x", av, environ, 0);
 		if (!CHECK(posix_spawn(&pid, "/bin/true", NULL, NULL, av, environ)))
 			waitpid(pid, &st, 0);
 		if (!CHECK(posix_spawnp(&pid, "true", NULL, NULL, av, environ)))
