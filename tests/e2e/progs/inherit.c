@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kflags.h"
+
 extern char **environ;
 
 static const char *self;
@@ -189,19 +191,9 @@ static int spawn(void)
 /* The kernel's word on @fd's description: O_DSYNC in /proc/self/fdinfo. */
 static int kernel_dsync(int fd)
 {
-	char path[64], line[256];
-	unsigned long fl = 0;
-	FILE *f;
+	int fl = kernel_flags(fd);
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "flags: %lo", &fl) == 1)
-			break;
-	fclose(f);
-	return (fl & O_DSYNC) ? 1 : 0;
+	return fl < 0 ? -1 : (fl & O_DSYNC) ? 1 : 0;
 }
 
 /* Sends @fd over @sock by sendmsg (@mm false) or sendmmsg: 0 or -1. */

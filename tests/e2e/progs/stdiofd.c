@@ -16,23 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The flags the kernel holds for @fd, from /proc (no fcntl: that is ours). */
-static int kernel_flags(int fd)
-{
-	char path[64], line[256];
-	unsigned int fl = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "flags: %o", &fl) == 1)
-			break;
-	fclose(f);
-	return (int)fl;
-}
+#include "kflags.h"
 
 int main(int argc, char **argv)
 {
