@@ -228,8 +228,9 @@ static void convert_fd(int fd, int sync_flags)
 	char path[64];
 	struct stat st;
 
-	/* 0 to 2 are stdio's streams, written inside libc (std_stream_copy) */
-	if (fd <= 2)
+	/* 1 and 2 are stdio's output streams, written inside libc
+	 * (std_stream_copy) */
+	if (fd == 1 || fd == 2)
 		return;
 	fl = raw_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
@@ -550,13 +551,13 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	return r;
 }
 
-/* @r is the new descriptor from a dup-like call on @oldfd. */
 static int give_back(int fd);
 
-/* Descriptors 0 to 2 are stdio's, whose writes (printf, fputs, perror)
- * glibc makes inside libc: a copy of a converted descriptor landing there
- * gets a real sync description. @oldfd gets its flag back for good first,
- * so that both numbers still share one description and its offset. */
+/* Descriptors 1 and 2 are stdio's stdout and stderr, whose writes (printf,
+ * fputs, perror) glibc makes inside libc: a copy of a converted descriptor
+ * landing there gets a real sync description. @oldfd gets its flag back
+ * for good first, so that both numbers still share one description and
+ * its offset. */
 static int std_stream_copy(int oldfd, int r)
 {
 	int fdfl = raw_fcntl(r, F_GETFD, 0), e = give_back(oldfd);
@@ -564,21 +565,25 @@ static int std_stream_copy(int oldfd, int r)
 	if (e == 0 && syscall(SYS_dup3, oldfd, r, (fdfl > 0 && (fdfl & FD_CLOEXEC)) ? O_CLOEXEC : 0) < 0)
 		e = -errno;
 	if (e < 0) {
+		/* (record locks held, which the swap would drop) still a
+		 * converted copy: its write() calls are synced */
 		gc_log(GC_LOG_WARN, "fd %d, a copy of converted fd %d, stays without its "
 		       "O_SYNC/O_DSYNC for stdio's writes (%s)", r, oldfd, strerror(-e));
+		gc_fd_copy(oldfd, r);
 		return r;
 	}
 	gc_fd_set(r, 0);
 	return r;
 }
 
+/* @r is the new descriptor from a dup-like call on @oldfd. */
 static int dup_track(int oldfd, int r)
 {
 	int conv = r >= 0 ? gc_fd_get(oldfd) : 0;
 
 	if (!conv)
 		return r;
-	if (r <= 2)
+	if (r == 1 || r == 2)
 		return std_stream_copy(oldfd, r);
 	gc_fd_copy(oldfd, r);
 	if (gc_fd_get(r) != conv) {

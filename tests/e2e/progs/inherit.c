@@ -12,7 +12,7 @@
  *   inherit pass DIR     O_DSYNC descriptors sent over a unix socket
  *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring
  *   inherit aio DIR      O_DSYNC descriptors written by POSIX aio and libaio
- *   inherit stdio DIR    O_DSYNC descriptors at 0-2, where stdio writes
+ *   inherit stdio DIR    O_DSYNC descriptors at 1 and 2, where stdio writes
  *   inherit execveat DIR an O_DSYNC descriptor across execveat */
 #include <errno.h>
 #include <fcntl.h>
@@ -396,30 +396,33 @@ static int aio(void)
 /* --- stdio: descriptors 0 to 2, which stdio writes inside libc */
 
 /* An O_DSYNC log put on stderr with dup2 (a daemon's redirect) and one
- * opened at 0 after close(0): both O_DSYNC in the kernel's word, as bare,
+ * opened at 1 after close(1): both O_DSYNC in the kernel's word, as bare,
  * so printf and perror write them synchronously; the dup2'ed pair still
- * shares one offset. And one written with dprintf. */
+ * shares one offset. And one written with dprintf. Results go to a copy
+ * of the first stdout. */
 static int stdio_fds(void)
 {
 	int a = open(path_of("s2"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644), b;
+	int out = dup(1);
 	off_t pa, p2;
 
-	if (a < 0 || write(a, "a", 1) != 1 || dup2(a, 2) != 2)
+	if (a < 0 || out < 0 || write(a, "a", 1) != 1 || dup2(a, 2) != 2)
 		return perror("stdio a"), 1;
 	fprintf(stderr, "through stdio\n");
 	if (write(a, "b", 1) != 1)
 		return 1;
 	pa = lseek(a, 0, SEEK_CUR);
 	p2 = lseek(2, 0, SEEK_CUR);
-	close(0);
-	b = open(path_of("s0"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
-	printf("dup2_dsync=%d shared=%d open0=%d open0_dsync=%d\n", kernel_dsync(2),
-	       pa == p2 && pa == 16, b, kernel_dsync(b));
+	fflush(stdout);
+	close(1);
+	b = open(path_of("s1"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	dprintf(out, "dup2_dsync=%d shared=%d open1=%d open1_dsync=%d\n", kernel_dsync(2),
+		pa == p2 && pa == 16, b, kernel_dsync(b));
 	/* dprintf: a stream of its own on any descriptor */
 	a = open(path_of("s3"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
 	if (a < 0 || dprintf(a, "%s\n", "dprintf") != 8)
 		return perror("dprintf"), 1;
-	printf("dprintf_dsync=%d\n", kernel_dsync(a));
+	dprintf(out, "dprintf_dsync=%d\n", kernel_dsync(a));
 	return 0;
 }
 
