@@ -442,6 +442,20 @@ GC_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int n, struct
 	return gc_real.lio_listio64 ? gc_real.lio_listio64(mode, list, n, sig) : no_aio();
 }
 
+/* libaio's io_submit, found at the first call (shim/real.c leaves it out
+ * of the names resolved at start) and kept; NULL without libaio. */
+static int (*submit_next(void))(aio_context_t, long, struct iocb **)
+{
+	static int (*fn)(aio_context_t, long, struct iocb **);
+	static int looked;
+
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&fn, REAL_OR_NEXT(io_submit), __ATOMIC_RELAXED);
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&fn, __ATOMIC_RELAXED);
+}
+
 /* libaio's io_submit (its struct iocb is the kernel's layout), which, as
  * libaio does, returns the count submitted or -errno. Without libaio in
  * the process, the system call. */
@@ -461,8 +475,8 @@ GC_EXPORT int io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
 				return e;
 		}
 	}
-	if (REAL_OR_NEXT(io_submit))
-		return REAL_OR_NEXT(io_submit)(ctx, n, iocbs);
+	if (likely(submit_next()))
+		return submit_next()(ctx, n, iocbs);
 	r = syscall(SYS_io_submit, ctx, n, iocbs);
 	return r < 0 ? -errno : (int)r;
 }

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -240,17 +239,15 @@ GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 static void uring_check(int fd, int flags)
 {
 	char link[32], path[40];
-	struct stat st;
 	int saved = errno;
 	ssize_t n;
 
-	if (!(flags & MAP_SHARED) || fstat(fd, &st) || (st.st_mode & S_IFMT))
-		goto out; /* an anonymous inode has no file type */
+	if (!(flags & MAP_SHARED))
+		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link));
 	if (n == 21 && !memcmp(link, "anon_inode:[io_uring]", 21))
 		gc_osync_stop();
-out:
 	errno = saved;
 }
 #define URING_CHECK(fd, flags, off)                          \
