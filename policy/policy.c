@@ -98,9 +98,19 @@ static uint64_t active_window(const struct gc_policy_state *ps)
 	return min_u64(w, GC_ACTIVE_MAX_NS);
 }
 
+/* The count of recent threads, read once and never past the table: the
+ * state is in the shared segment, where a peer may scribble on it after
+ * the domain's check (gc_policy_check). */
+static uint32_t recent_n(const struct gc_policy_state *ps)
+{
+	uint32_t n = __atomic_load_n(&ps->ps_recent_n, __ATOMIC_RELAXED);
+
+	return n < GC_RECENT_MAX ? n : GC_RECENT_MAX;
+}
+
 void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 {
-	uint32_t i, j, n = ps->ps_recent_n < GC_RECENT_MAX ? ps->ps_recent_n : GC_RECENT_MAX;
+	uint32_t i, j, n = recent_n(ps);
 
 	for (i = j = 0; i < n; i++)
 		if (!gone(ps->ps_recent[i].r_tid))
@@ -119,10 +129,10 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 		      int32_t tid, uint64_t now)
 {
 	bool new_writer = tid != ps->ps_last_sync_tid;
-	uint32_t i, oldest = 0;
+	uint32_t i, oldest = 0, n = recent_n(ps);
 
 	ps->ps_last_sync_tid = tid;
-	for (i = 0; i < ps->ps_recent_n; i++) {
+	for (i = 0; i < n; i++) {
 		if (ps->ps_recent[i].r_tid == tid) {
 			ps->ps_recent[i].r_seen_ns = now;
 			return new_writer;
@@ -130,8 +140,9 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 		if (ps->ps_recent[i].r_seen_ns < ps->ps_recent[oldest].r_seen_ns)
 			oldest = i;
 	}
-	if (ps->ps_recent_n < GC_RECENT_MAX)
-		oldest = ps->ps_recent_n++;
+	if (n < GC_RECENT_MAX)
+		oldest = n++;
+	ps->ps_recent_n = n;
 	ps->ps_recent[oldest].r_tid = tid;
 	ps->ps_recent[oldest].r_seen_ns = now;
 	return new_writer;
@@ -140,9 +151,9 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 {
 	uint64_t w = active_window(ps);
-	uint32_t i, n = 0;
+	uint32_t i, n = 0, k = recent_n(ps);
 
-	for (i = 0; i < ps->ps_recent_n; i++)
+	for (i = 0; i < k; i++)
 		if (ps->ps_recent[i].r_seen_ns + w >= now)
 			n++;
 	return n;
@@ -931,7 +942,9 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	/* Dilger: a thread that dropped out costs one timeout; the next
 	 * transaction expects only those that joined since this one began. */
 	if (cs->cs_close == GC_CLOSE_TIMEOUT) {
-		for (i = j = 0; i < ps->ps_recent_n; i++)
+		uint32_t n = recent_n(ps);
+
+		for (i = j = 0; i < n; i++)
 			if (ps->ps_recent[i].r_seen_ns >= cs->cs_start_ns)
 				ps->ps_recent[j++] = ps->ps_recent[i];
 		ps->ps_recent_n = j;

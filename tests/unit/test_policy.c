@@ -6,6 +6,8 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "policy/policy.h"
 #include "tests/unit/unit.h"
@@ -2083,4 +2085,42 @@ Test(outcome, the_device_changing_starts_afresh)
 	gc_policy_init(&ps);
 	ps.ps_oc_probe = 7;
 	cr_expect_not(gc_policy_check(&ps), "probe flag");
+}
+
+/* The state lives in the shared segment, which a peer may scribble on
+ * between the domain's check and the policy's next read: a count of recent
+ * threads out of range must never index past the table. The state is put
+ * at the end of a mapping with an unmapped page after it, so that a read
+ * past it faults (a scribbled count once killed a process there). */
+Test(adaptive, a_scribbled_thread_count_reads_nothing_past_the_table)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct gc_policy_state) + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	char *map = mmap(NULL, len + (size_t)pg, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct gc_policy_state *ps;
+	struct gc_commit_sample cs = { .cs_handles = 2, .cs_inodes = 1,
+				       .cs_close = GC_CLOSE_TIMEOUT };
+	uint64_t t = T0;
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + len, (size_t)pg, PROT_NONE), 0);
+	ps = (struct gc_policy_state *)(map + len - sizeof(*ps));
+	gc_policy_init(ps);
+	for (uint32_t n = GC_RECENT_MAX + 1; n < (1u << 20); n *= 4) {
+		ps->ps_recent_n = n;
+		gc_policy_arrive(ps, &pc, 7, t);
+		ps->ps_recent_n = n;
+		(void)gc_policy_active(ps, t);
+		ps->ps_recent_n = n;
+		cs.cs_start_ns = t;
+		cs.cs_close_ns = t + MS;
+		cs.cs_end_ns = t + 2 * MS;
+		gc_policy_commit_done(ps, &pc, &cs);
+		cr_expect_leq(ps->ps_recent_n, GC_RECENT_MAX, "count %u left at %u", n,
+			      ps->ps_recent_n);
+		t += 3 * MS;
+	}
+	munmap(map, len + (size_t)pg);
 }
