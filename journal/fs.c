@@ -130,6 +130,19 @@ static bool ext4_fast_commit(int fd)
  * nothing is shared. */
 static const struct gc_fs gc_fs_other = { 0, "other", 0 };
 
+bool gc_fs_groups(int fd)
+{
+	struct statfs sf;
+	size_t i;
+
+	if (gc_sys_fstatfs(fd, &sf) < 0)
+		return false;
+	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++)
+		if (gc_fs_table[i].fs_type == (unsigned long)sf.f_type)
+			return gc_fs_table[i].fs_flags & GC_FS_GROUP;
+	return false;
+}
+
 const struct gc_fs *gc_fs_of(int fd)
 {
 	struct statfs sf;

@@ -5,6 +5,7 @@
  * what it is. */
 #ifndef GC_FS_H
 #define GC_FS_H
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -46,4 +47,7 @@ struct gc_fs {
  * when it is not in the table or cannot be told. ext4 with fast commits
  * has an entry of its own (one f_type, told by the mount's options). */
 const struct gc_fs *gc_fs_of(int fd);
+/* Can requests on @fd's filesystem share a real call (GC_FS_GROUP)? One
+ * fstatfs: ext4 with fast commits is not told apart (both group). */
+bool gc_fs_groups(int fd);
 #endif

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/sites.h"
 #include "core/stats.h"
+#include "journal/fs.h"
 #include "journal/intent.h"
 #include "shim/shim.h"
 
@@ -234,6 +235,12 @@ static void convert_fd(int fd, int sync_flags)
 		return;
 	fl = raw_fcntl(fd, F_GETFL, 0);
 	if (fl < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	/* Where requests are never shared (FUSE, NFS, CIFS, overlayfs, and
+	 * every filesystem not examined), a conversion gains nothing and
+	 * changes what the filesystem is told: a FUSE daemon or NFS sees
+	 * the flag at open, and may honour it where its fsync does less. */
+	if (!gc_fs_groups(fd))
 		return;
 	amode = (fl & O_ACCMODE) == O_RDONLY ? R_OK :
 		(fl & O_ACCMODE) == O_WRONLY ? W_OK : R_OK | W_OK;

@@ -252,3 +252,27 @@ Test(inherit, execveat_hands_on_the_flag)
 		e2e_run_free(&r);
 	}
 }
+
+/* A filesystem whose requests are never shared (ramfs here; FUSE, NFS and
+ * overlayfs alike): an O_DSYNC open keeps the kernel's flag, as bare. A
+ * FUSE daemon or an NFS server sees the flag at open and may honour it
+ * where its fsync does less. */
+Test(inherit, no_conversion_where_nothing_is_shared)
+{
+	const char *argv[] = { e2e_prog("inherit"), "otherfs", e2e_dir(), NULL };
+	static const char *const stacks[] = { PRE_NONE, PRE_GC };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *who = stacks[i] ? "library" : "bare";
+		struct e2e_run r;
+
+		e2e_run(&r, stacks[i], NULL, 30, argv);
+		e2e_expect_ok(&r, "inherit otherfs");
+		if (strstr(r.out, "otherfs=unavailable")) {
+			e2e_run_free(&r);
+			cr_skip_test("no mount namespace of its own here (not root?)");
+		}
+		cr_expect(strstr(r.out, "ramfs_dsync=1"), "%s: %s%s", who, r.out, r.err);
+		e2e_run_free(&r);
+	}
+}

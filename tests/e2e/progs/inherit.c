@@ -13,7 +13,8 @@
  *   inherit uring DIR    O_DSYNC descriptors once the process maps an io_uring
  *   inherit aio DIR      O_DSYNC descriptors written by POSIX aio and libaio
  *   inherit stdio DIR    O_DSYNC descriptors at 1 and 2, where stdio writes
- *   inherit execveat DIR an O_DSYNC descriptor across execveat */
+ *   inherit execveat DIR an O_DSYNC descriptor across execveat
+ *   inherit otherfs DIR  (root) an O_DSYNC open on a filesystem not examined */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,7 +28,9 @@
 #include <dlfcn.h>
 #include <linux/aio_abi.h>
 #include <linux/io_uring.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -448,6 +451,33 @@ static int execveat_fl(void)
 	return 0;
 }
 
+/* --- otherfs: a filesystem whose requests are never shared */
+
+/* ramfs, mounted in a mount namespace of this process's own: an O_DSYNC
+ * open there keeps the kernel's flag (nothing to share, so nothing to
+ * convert), as bare. */
+static int otherfs(void)
+{
+	char *mnt = path_of("ramfs");
+	int fd;
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		printf("otherfs=unavailable errno=%d\n", errno);
+		return 0;
+	}
+	if ((mkdir(mnt, 0755) && errno != EEXIST) || mount("ramfs", mnt, "ramfs", 0, NULL)) {
+		printf("otherfs=unavailable errno=%d\n", errno);
+		return 0;
+	}
+	fd = open(path_of("ramfs/f"), O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (fd < 0 || write(fd, "r", 1) != 1)
+		return perror("ramfs file"), 1;
+	printf("ramfs_dsync=%d\n", kernel_dsync(fd));
+	close(fd);
+	umount2(mnt, MNT_DETACH);
+	return 0;
+}
+
 /* --- eacces: an unprivileged user, files it cannot reopen */
 
 static int eacces_child(void)
@@ -648,7 +678,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "getfl"))
 		return getfl(atoi(argv[2]));
 	if (argc != 3) {
-		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring|aio|stdio|execveat DIR\n");
+		fprintf(stderr, "usage: inherit getfl FD | race|spawn|eacces|locks|wrace|pass|uring|aio|stdio|execveat|otherfs DIR\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
@@ -673,5 +703,7 @@ int main(int argc, char **argv)
 		return stdio_fds();
 	if (!strcmp(argv[1], "execveat"))
 		return execveat_fl();
+	if (!strcmp(argv[1], "otherfs"))
+		return otherfs();
 	return 2;
 }
