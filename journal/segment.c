@@ -158,16 +158,19 @@ static bool valid(const struct gc_domain *d, uint64_t dev, uid_t uid)
 
 bool gc_domain_check(const struct gc_domain *d)
 {
+	/* each index read once: the one tested is the one followed, whatever
+	 * a peer writes meanwhile */
+	int run = __atomic_load_n(&d->j_running, __ATOMIC_RELAXED);
+	int com = __atomic_load_n(&d->j_committing, __ATOMIC_RELAXED);
 	int i;
 
-	if (d->j_running != GC_NONE && (d->j_running < 0 || d->j_running >= GC_TXN_RING))
+	if (run != GC_NONE && (run < 0 || run >= GC_TXN_RING))
 		return false;
-	if (d->j_committing != GC_NONE &&
-	    (d->j_committing < 0 || d->j_committing >= GC_TXN_RING))
+	if (com != GC_NONE && (com < 0 || com >= GC_TXN_RING))
 		return false;
-	if (d->j_running != GC_NONE && d->j_txns[d->j_running].t_state != T_RUNNING)
+	if (run != GC_NONE && d->j_txns[run].t_state != T_RUNNING)
 		return false;
-	if (d->j_committing != GC_NONE && d->j_txns[d->j_committing].t_state != T_COMMITTING)
+	if (com != GC_NONE && d->j_txns[com].t_state != T_COMMITTING)
 		return false;
 	for (i = 0; i < GC_TXN_RING; i++) {
 		const struct gc_txn *t = &d->j_txns[i];

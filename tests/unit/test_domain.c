@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,5 +443,49 @@ Test(domain, the_direct_paths_word)
 	d->j_fast = gc_fast_make(d->j_fast, GC_V_GROUP, now + 3600 * GC_NSEC_PER_SEC);
 	cr_expect_eq(gc_fast_verdict(d->j_fast, now), GC_V_ASK,
 		     "an hour ahead is a peer's scribble, not a verdict");
+	munmap(d, sizeof(*d));
+}
+
+/* A peer scribbles the running and committing indexes while a process
+ * checks the segment: the check reads each once, so an index that passed
+ * its range test is the one it follows (it read them again, and a value
+ * changed in between sent it far past the ring). */
+static volatile int flip_stop;
+
+static void *flipper(void *arg)
+{
+	struct gc_domain *d = arg;
+
+	while (!flip_stop) {
+		__atomic_store_n(&d->j_running, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->j_committing, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->j_running, INT_MAX - 7, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->j_committing, INT_MAX - 3, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+Test(domain, check_follows_the_index_it_tested)
+{
+	struct gc_domain *d = mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_t t;
+	uint64_t end;
+	long checks = 0;
+
+	cr_assert_neq(d, MAP_FAILED);
+	gc_domain_init(d, 1, true);
+	d->j_txns[0].t_state = T_RUNNING;
+	d->j_txns[1].t_state = T_COMMITTING;
+	flip_stop = 0;
+	cr_assert_eq(pthread_create(&t, NULL, flipper, d), 0);
+	end = gc_now_ns() + 300 * GC_NSEC_PER_MSEC;
+	while (gc_now_ns() < end) {
+		(void)gc_domain_check(d);
+		checks++;
+	}
+	flip_stop = 1;
+	pthread_join(t, NULL);
+	cr_log_info("%ld checks", checks);
 	munmap(d, sizeof(*d));
 }
