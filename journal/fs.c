@@ -130,32 +130,30 @@ static bool ext4_fast_commit(int fd)
  * nothing is shared. */
 static const struct gc_fs gc_fs_other = { 0, "other", 0 };
 
-bool gc_fs_groups(int fd)
-{
-	struct statfs sf;
-	size_t i;
-
-	if (gc_sys_fstatfs(fd, &sf) < 0)
-		return false;
-	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++)
-		if (gc_fs_table[i].fs_type == (unsigned long)sf.f_type)
-			return gc_fs_table[i].fs_flags & GC_FS_GROUP;
-	return false;
-}
-
-const struct gc_fs *gc_fs_of(int fd)
+/* @fd's entry in the table, before ext4's fast commits are told apart */
+static const struct gc_fs *table_of(int fd)
 {
 	struct statfs sf;
 	size_t i;
 
 	if (gc_sys_fstatfs(fd, &sf) < 0)
 		return &gc_fs_other;
-	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++) {
-		if (gc_fs_table[i].fs_type != (unsigned long)sf.f_type)
-			continue;
-		if (sf.f_type == 0xEF53 && ext4_fast_commit(fd))
-			return &gc_fs_ext4_fc;
-		return &gc_fs_table[i];
-	}
+	for (i = 0; i < sizeof(gc_fs_table) / sizeof(gc_fs_table[0]); i++)
+		if (gc_fs_table[i].fs_type == (unsigned long)sf.f_type)
+			return &gc_fs_table[i];
 	return &gc_fs_other;
+}
+
+bool gc_fs_groups(int fd)
+{
+	return table_of(fd)->fs_flags & GC_FS_GROUP;
+}
+
+const struct gc_fs *gc_fs_of(int fd)
+{
+	const struct gc_fs *f = table_of(fd);
+
+	if (f->fs_type == 0xEF53 && ext4_fast_commit(fd))
+		return &gc_fs_ext4_fc;
+	return f;
 }
