@@ -912,16 +912,8 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	return gc_real.fdopen(fd, mode);
 }
 
-/* dprintf writes through a stdio stream of its own, inside libc: as for
- * fdopen, a converted descriptor gets its real flag back first. */
-static int dprintf_prepare(int fd)
-{
-	if (gc_disabled || !gc_fd_get(fd) || !gc_self_exact())
-		return 0;
-	if (unlikely(gc_intent_on))
-		gc_intent_fdopen(fd, "w");
-	return give_back(fd);
-}
+/* dprintf writes through a stdio stream of its own, inside libc: writes
+ * the wrappers do not see (gc_unseen_writes). */
 
 GC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 {
@@ -930,7 +922,7 @@ GC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(vdprintf)(fd, fmt, ap);
 	GC_COUNT(vdprintf);
-	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
@@ -949,7 +941,7 @@ GC_EXPORT int dprintf(int fd, const char *fmt, ...)
 		return r;
 	}
 	GC_COUNT(dprintf);
-	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
@@ -967,7 +959,7 @@ GC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 	if (unlikely(!gc_init()))
 		return REAL_OR_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
 	GC_COUNT(__vdprintf_chk);
-	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
@@ -986,7 +978,7 @@ GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 		return r;
 	}
 	GC_COUNT(__dprintf_chk);
-	if (unlikely((r = dprintf_prepare(fd)) < 0)) {
+	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
@@ -996,7 +988,7 @@ GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 	return r;
 }
 
-/* Writes to @fd that go round the wrappers (POSIX and Linux AIO): the
+/* Writes to @fd that go round the wrappers (AIO, dprintf): the
  * intent log never logs the file again, and a converted descriptor gets
  * its real flag back for good, as for fdopen. 0 or -errno. */
 int gc_unseen_writes(int fd)

@@ -88,7 +88,8 @@ int gc_conv_checked(int fd);
 /* io_uring in use: every converted descriptor back to its real flag, and
  * no conversion from now on (shim/open.c). */
 void gc_osync_stop(void);
-/* Writes to @fd that go round the wrappers (AIO): 0 or -errno (shim/open.c). */
+/* Writes to @fd that go round the wrappers (AIO, dprintf): 0 or -errno
+ * (shim/open.c). */
 int gc_unseen_writes(int fd);
 /* A call that the kernel makes synchronous on an O_SYNC or O_DSYNC
  * description (fallocate on ext4 and XFS) succeeded on @fd: if @fd is a
