@@ -345,28 +345,26 @@ EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 	return (int)SPY_FALLOC(next.fallocate64(fd, mode, off, len), fd);
 }
 
-EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+static int spy_posix_fallocate(pfalloc_fn fn, int fd, off_t off, off_t len)
 {
 	int saved = errno, r;
 
-	if (!RESOLVE(posix_fallocate))
+	if (!fn)
 		return ENOSYS;
-	r = (int)SPY_FALLOC(spy_errnum(next.posix_fallocate(fd, off, len)), fd);
+	r = (int)SPY_FALLOC(spy_errnum(fn(fd, off, len)), fd);
 	r = r ? errno : 0;
 	errno = saved;
 	return r;
 }
 
+EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	return spy_posix_fallocate(RESOLVE(posix_fallocate), fd, off, len);
+}
+
 EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 {
-	int saved = errno, r;
-
-	if (!RESOLVE(posix_fallocate64))
-		return ENOSYS;
-	r = (int)SPY_FALLOC(spy_errnum(next.posix_fallocate64(fd, off, len)), fd);
-	r = r ? errno : 0;
-	errno = saved;
-	return r;
+	return spy_posix_fallocate(RESOLVE(posix_fallocate64), fd, off, len);
 }
 
 #ifdef SPY_INNER
