@@ -35,6 +35,11 @@ enum {
 	 * mount's source in /proc/self/mountinfo (gc_devstats_alias). Other
 	 * anonymous numbers (tmpfs, overlayfs, FUSE, NFS) have no disk there */
 	GC_FS_SUBVOL = 64,
+	/* a clone of blocks into a file (FICLONE, FICLONERANGE,
+	 * FIDEDUPERANGE, and copy_file_range, which clones where it can) is
+	 * committed before it returns when the source's description or the
+	 * destination's is O_SYNC or O_DSYNC (gc_fs_remap_syncs) */
+	GC_FS_REMAP_SYNC = 128,
 };
 
 struct gc_fs {
@@ -50,4 +55,7 @@ const struct gc_fs *gc_fs_of(int fd);
 /* Can requests on @fd's filesystem share a real call (GC_FS_GROUP)? One
  * fstatfs: ext4 with fast commits is not told apart (both group). */
 bool gc_fs_groups(int fd);
+/* Is a clone into @fd committed when its source was opened O_SYNC or
+ * O_DSYNC (GC_FS_REMAP_SYNC)? One fstatfs. */
+bool gc_fs_remap_syncs(int fd);
 #endif

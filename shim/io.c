@@ -20,6 +20,7 @@
 #include "core/fdtable.h"
 #include "core/sites.h"
 #include "core/stats.h"
+#include "journal/fs.h"
 #include "journal/intent.h"
 #include "journal/journal.h"
 #include "shim/shim.h"
@@ -180,6 +181,13 @@ int gc_sync_converted(int fd, uintptr_t ra)
 	if (!(uint32_t)token || !still_converted(fd, token))
 		return 0;
 	return sync_fd(fd, true, ra);
+}
+
+int gc_sync_clone(uint64_t src_token, uint64_t dst_token, int dst, uintptr_t ra)
+{
+	if ((!(uint32_t)src_token && !(uint32_t)dst_token) || !gc_fs_remap_syncs(dst))
+		return 0;
+	return sync_fd(dst, true, ra);
 }
 
 GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
@@ -364,21 +372,37 @@ GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_of
 				   gc_fd_token(out_fd), GC_RA);
 }
 
+/* xfs and btrfs make a copy_file_range a clone where they can, and commit
+ * a clone when either description is O_SYNC or O_DSYNC: the source's flag
+ * counts there too (gc_sync_clone). */
 GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 				  off64_t *out_off, size_t len, unsigned int flags)
 {
-	uint64_t itok;
+	uint64_t itok, in_tok, out_tok;
+	ssize_t n;
+	int r;
 
 	if (unlikely(!gc_init()))
 		return syscall(SYS_copy_file_range, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(copy_file_range);
+	in_tok = gc_fd_token(in_fd);
+	out_tok = gc_fd_token(out_fd);
 	itok = gc_intent_before(out_fd);
-	return gc_sync_after_write(out_fd,
-				   gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN,
-						   gc_real.copy_file_range(in_fd, in_off, out_fd,
-									   out_off, len, flags),
-						   itok),
-				   gc_fd_token(out_fd), GC_RA);
+	n = gc_sync_after_write(out_fd,
+				gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN,
+						gc_real.copy_file_range(in_fd, in_off, out_fd, out_off,
+									len, flags),
+						itok),
+				out_tok, GC_RA);
+	/* the source's flag: a full sync, unless the destination's made one */
+	if (likely(!(uint32_t)in_tok) || n <= 0 || full_sync((int)(uint32_t)out_tok))
+		return n;
+	r = gc_sync_clone(in_tok, 0, out_fd, GC_RA);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return n;
 }
 
 /* Asynchronous writes (POSIX aio, Linux aio) are made by threads or the

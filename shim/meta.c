@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Calls that change a file other than by writing its bytes: truncate,
- * fallocate, rename, unlink, and writable shared mmap. Passed through;
+ * fallocate, clones (ioctl), rename, unlink, and writable shared mmap. Passed through;
  * with the intent log on, a file that has records there is checkpointed
  * first (journal/intent.h). Otherwise one branch on top of the real call. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -146,6 +148,73 @@ GC_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 	GC_COUNT(posix_fallocate64);
 	t = META_FD(fd, false);
 	return falloc_synced(fd, META(t, gc_real.posix_fallocate64(fd, off, len)), GC_RA);
+}
+
+/* A clone of blocks (FICLONE, FICLONERANGE into @fd; FIDEDUPERANGE from
+ * @fd into each of its destinations) is committed by xfs and btrfs before
+ * it returns when either description is O_SYNC or O_DSYNC: where one is
+ * converted, a sync request follows (gc_sync_clone). A dedupe's
+ * destination whose sync failed reports that in its status, as one the
+ * kernel failed would; a clone's fails the call. Every other request is
+ * one comparison on top of the real call. */
+static int clone_ioctl(int fd, unsigned long req, void *arg, uintptr_t ra)
+{
+	uint64_t t = 0, src_tok, dst_tok;
+	int r, e;
+
+	if (req == FIDEDUPERANGE) {
+		struct file_dedupe_range *d = arg;
+
+		src_tok = gc_fd_token(fd);
+		r = gc_real.ioctl(fd, req, arg);
+		if (r != 0)
+			return r;
+		e = errno;
+		for (unsigned int i = 0; i < d->dest_count; i++) {
+			struct file_dedupe_range_info *x = &d->info[i];
+			int s, to = (int)x->dest_fd;
+
+			if (x->status == FILE_DEDUPE_RANGE_SAME && x->bytes_deduped &&
+			    (s = gc_sync_clone(src_tok, gc_fd_token(to), to, ra)) < 0)
+				x->status = s;
+		}
+		errno = e;
+		return 0;
+	}
+	/* the source: the argument itself, or read once the kernel has */
+	src_tok = req == FICLONE ? gc_fd_token((int)(intptr_t)arg) : 0;
+	dst_tok = gc_fd_token(fd);
+	t = META_FD(fd, false);
+	r = META(t, gc_real.ioctl(fd, req, arg));
+	if (r != 0)
+		return r;
+	if (req == FICLONERANGE)
+		src_tok = gc_fd_token((int)((struct file_clone_range *)arg)->src_fd);
+	e = gc_sync_clone(src_tok, dst_tok, fd, ra);
+	if (e < 0) {
+		errno = -e;
+		return -1;
+	}
+	return 0;
+}
+
+GC_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_ioctl, fd, req, arg);
+	GC_COUNT(ioctl);
+	/* the kernel reads the request as 32 bits: a number passed as a
+	 * negative int is still the one it names */
+	if (likely((unsigned int)req != FICLONE && (unsigned int)req != FICLONERANGE &&
+		   (unsigned int)req != FIDEDUPERANGE))
+		return gc_real.ioctl(fd, req, arg);
+	return clone_ioctl(fd, (unsigned int)req, arg, GC_RA);
 }
 
 GC_EXPORT int rename(const char *from, const char *to)

@@ -96,6 +96,14 @@ int gc_unseen_writes(int fd);
  * converted one, a full sync request does what the flag did. 0 or -errno
  * (shim/io.c). */
 int gc_sync_converted(int fd, uintptr_t ra);
+/* A clone of blocks into @dst succeeded (a reflink or dedupe, or a
+ * copy_file_range that may have made one), the entries of its source's
+ * and its destination's descriptors read before the call being
+ * @src_token and @dst_token. xfs and btrfs commit a clone when either
+ * description is O_SYNC or O_DSYNC (gc_fs_remap_syncs): where either is
+ * converted, a full sync request of @dst does what the flag did. 0 or
+ * -errno (shim/io.c). */
+int gc_sync_clone(uint64_t src_token, uint64_t dst_token, int dst, uintptr_t ra);
 /* Gives @fd's file a real description with @sync_flags in place of the
  * converted one: same file, access mode, offset and close-on-exec. With
  * @keep, the reopened description stays open there too (close-on-exec).

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +50,9 @@ typedef int (*sync_fn)(int);
 typedef int (*fcntl_fn)(int, int, ...);
 typedef int (*falloc_fn)(int, int, off_t, off_t);
 typedef int (*pfalloc_fn)(int, off_t, off_t);
+typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
+typedef ssize_t (*splice_fn)(int, off64_t *, int, off64_t *, size_t, unsigned int);
+typedef int (*ioctl_fn)(int, unsigned long, ...);
 
 /* Resolved in the constructor, or on first use when another library's
  * constructor calls us before ours ran. Racing resolvers store the same value. */
@@ -68,6 +72,11 @@ static struct {
 	falloc_fn fallocate64;
 	pfalloc_fn posix_fallocate;
 	pfalloc_fn posix_fallocate64;
+	sendfile_fn sendfile;
+	sendfile_fn sendfile64;
+	splice_fn splice;
+	splice_fn copy_file_range;
+	ioctl_fn ioctl;
 } next;
 
 static const char *spy_log_path;
@@ -129,6 +138,11 @@ __attribute__((constructor)) static void spy_ctor(void)
 	RESOLVE(fallocate64);
 	RESOLVE(posix_fallocate);
 	RESOLVE(posix_fallocate64);
+	RESOLVE(sendfile);
+	RESOLVE(sendfile64);
+	RESOLVE(splice);
+	RESOLVE(copy_file_range);
+	RESOLVE(ioctl);
 }
 
 static uint64_t now_ns(void)
@@ -365,6 +379,98 @@ EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
 {
 	return spy_posix_fallocate(RESOLVE(posix_fallocate64), fd, off, len);
+}
+
+/* Bytes the kernel moves into @out are a write through it. */
+EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	NEXT_OR_ENOSYS(sendfile);
+	return SPY_WRITE(next.sendfile(out, in, off, n), out, 0);
+}
+
+EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
+{
+	NEXT_OR_ENOSYS(sendfile64);
+	return SPY_WRITE(next.sendfile64(out, in, off, n), out, 0);
+}
+
+EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
+		      unsigned int flags)
+{
+	NEXT_OR_ENOSYS(splice);
+	return SPY_WRITE(next.splice(in, in_off, out, out_off, n, flags), out, 0);
+}
+
+/* xfs and btrfs commit a clone of blocks into a file (a reflink, a
+ * dedupe, a copy_file_range they make one) before it returns when the
+ * source's description or the destination's is O_SYNC or O_DSYNC: logged
+ * as an O_SYNC write to the destination when the source's is (the
+ * destination's own flag makes its kind as for any write). */
+static int spy_clone_rwf(int src, int dst)
+{
+	struct statfs sf;
+	int saved = errno, rwf = 0;
+
+	if (spy_write_kind(src, 0) && fstatfs(dst, &sf) == 0 &&
+	    (sf.f_type == 0x58465342 || sf.f_type == (typeof(sf.f_type))0x9123683E))
+		rwf = RWF_SYNC;
+	errno = saved;
+	return rwf;
+}
+
+EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
+			       unsigned int flags)
+{
+	NEXT_OR_ENOSYS(copy_file_range);
+	return SPY_WRITE(next.copy_file_range(in, in_off, out, out_off, n, flags), out,
+			 spy_clone_rwf(in, out));
+}
+
+/* A dedupe from @src: each destination (the first 8) as one byte written
+ * to it when its range was deduped, -1 otherwise. */
+static int spy_dedupe(int src, struct file_dedupe_range *d)
+{
+	struct spy_call c[8];
+	int k[8], r, saved;
+	unsigned int i, n = d->dest_count < 8 ? d->dest_count : 8;
+
+	for (i = 0; i < n; i++) {
+		int dst = (int)d->info[i].dest_fd;
+
+		k[i] = spy_write_kind(dst, spy_clone_rwf(src, dst));
+		if (k[i])
+			spy_begin(&c[i], dst, k[i], true);
+	}
+	r = next.ioctl(src, FIDEDUPERANGE, d);
+	saved = errno;
+	for (i = 0; i < n; i++)
+		if (k[i])
+			spy_end(&c[i], r == 0 && d->info[i].status == FILE_DEDUPE_RANGE_SAME &&
+						d->info[i].bytes_deduped ? 1 : -1);
+	errno = saved;
+	return r;
+}
+
+/* FICLONE and FICLONERANGE into @fd, as one byte written (a clone of
+ * none needs no cover), -1 if it failed; FIDEDUPERANGE from @fd. */
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	int src;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	NEXT_OR_ENOSYS(ioctl);
+	if ((unsigned int)req == FIDEDUPERANGE)
+		return spy_dedupe(fd, arg);
+	if ((unsigned int)req != FICLONE && (unsigned int)req != FICLONERANGE)
+		return next.ioctl(fd, req, arg);
+	src = (unsigned int)req == FICLONE ? (int)(intptr_t)arg : (int)((struct file_clone_range *)arg)->src_fd;
+	return SPY_WRITE(next.ioctl(fd, req, arg) == 0 ? 1 : -1, fd, spy_clone_rwf(src, fd)) == 1
+		       ? 0
+		       : -1;
 }
 
 #ifdef SPY_INNER

@@ -6,7 +6,9 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "tests/e2e/e2e.h"
 
@@ -641,6 +643,48 @@ Test(durable, fallocate_through_a_converted_descriptor_is_committed)
 		cr_expect_eq(s.s_violations, 0,
 			     "%s: %zu calls returned before a covering real sync", what,
 			     s.s_violations);
+		e2e_run_free(&r);
+	}
+}
+
+/* xfs and btrfs commit a clone of blocks into a file (FICLONE,
+ * FICLONERANGE, FIDEDUPERANGE, a copy_file_range they make one) before it
+ * returns when the source's description or the destination's is O_SYNC
+ * or O_DSYNC; ext4 clones nothing, and commits a copy_file_range through
+ * an O_DSYNC destination as a write. Through converted descriptors
+ * (either side), the spies see each such call covered by a real sync of
+ * the destination that started after it began; with LIBGC_OSYNC=keep,
+ * the kernel's own flags pass the same check. On ext4 only the copies
+ * are tried (the make test pass); tests/crash/fs.sh runs it on xfs and
+ * btrfs, where all 15 clones must have been made. */
+Test(durable, a_clone_through_a_converted_descriptor_is_committed)
+{
+	const char *argv[] = { e2e_prog("clone"), e2e_dir(), NULL };
+	static const char *const keep[] = { "LIBGC_OSYNC=keep", NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	struct statfs sf;
+	bool remaps;
+
+	cr_assert_eq(statfs(e2e_dir(), &sf), 0);
+	remaps = sf.f_type == 0x58465342 || sf.f_type == (typeof(sf.f_type))0x9123683E;
+	for (int k = 0; k < 2; k++) {
+		const char *what = k ? "converted" : "LIBGC_OSYNC=keep";
+		int calls = -1, cloned = -1, failed = -1, expect = -1;
+
+		e2e_run_spied(&r, &s, PRE_SPY_GC, k ? NULL : keep, 30, argv, what);
+		e2e_expect_ok(&r, what);
+		cr_assert(sscanf(r.out, "calls=%d cloned=%d copied=%*d unsupported=%*d failed=%d expect=%d",
+				 &calls, &cloned, &failed, &expect) == 4,
+			  "%s: %s%s", what, r.out, r.err);
+		cr_expect(calls == 20 && failed == 0, "%s: %s%s", what, r.out, r.err);
+		if (remaps)
+			cr_expect_eq(cloned, 15, "%s: %s", what, r.out);
+		cr_expect_eq((long)(s.s_prog - s.s_prog_fail), (long)expect,
+			     "%s: the spies saw %zu calls to cover, the program made %d", what,
+			     s.s_prog - s.s_prog_fail, expect);
+		cr_expect_eq(s.s_violations, 0, "%s: %zu calls returned before a covering real sync",
+			     what, s.s_violations);
 		e2e_run_free(&r);
 	}
 }

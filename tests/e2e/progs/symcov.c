@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -193,6 +194,16 @@ int main(int argc, char **argv)
 		CHECK(write(p[1], "q", 1));
 		oout = 65;
 		CHECK(splice(p[0], NULL, fsyncfd, &oout, 1, 0));
+		{
+			int queued = -1;
+
+			CHECK(write(p[1], "io", 2));
+			CHECK(ioctl(p[0], FIONREAD, &queued));
+			if (queued != 2) {
+				fprintf(stderr, "symcov: ioctl(FIONREAD) read %d, not 2\n", queued);
+				failures++;
+			}
+		}
 		close(p[0]);
 		close(p[1]);
 		CHECK(pipe2(p, O_CLOEXEC));
