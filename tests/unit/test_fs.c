@@ -89,8 +89,9 @@ ParameterizedTestParameters(fs, slowdisk)
 	static struct fs_case cases[] = {
 		{ "ext4", "ext4", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_RELEASE_WAIT | GC_FS_INTENT },
 		{ "ext4-fc", "ext4-fc", GC_FS_GROUP | GC_FS_HELD_FAIL | GC_FS_INTENT },
-		{ "xfs", "xfs", GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO | GC_FS_INTENT },
-		{ "btrfs", "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT | GC_FS_SUBVOL },
+		{ "xfs", "xfs",
+		  GC_FS_GROUP | GC_FS_HELD_FAIL_DIR | GC_FS_DEAD_EIO | GC_FS_INTENT | GC_FS_REMAP_SYNC },
+		{ "btrfs", "btrfs", GC_FS_GROUP | GC_FS_RELEASE_WAIT | GC_FS_SUBVOL | GC_FS_REMAP_SYNC },
 	};
 
 	return cr_make_param_array(struct fs_case, cases, ARRAY_LEN(cases));
