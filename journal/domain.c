@@ -340,7 +340,9 @@ bool gc_domain_leave(struct gc_domain *d, pid_t pid)
  * (a rename just before its fsync) while another request's real call runs
  * it; the real call made for it later would then succeed on nothing. So a
  * failure of any real sync of the filesystem fails every request of the
- * domain that began before it and had not returned. Per-descriptor
+ * domain that began before it and had not returned, unless the journal
+ * still works then (journal.c held_result: the failure was a file's own,
+ * its data's writeback or its own flush). Per-descriptor
  * writeback errors are collected before an owner's call
  * (gc_commit_pending_error) and are not counted here.
  */

@@ -4,6 +4,7 @@
  * reported to the calls that come after it (see journal/fs.h). */
 #include "journal/fs.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "core/name.h"
@@ -158,6 +160,37 @@ bool gc_fs_groups(int fd)
 bool gc_fs_remap_syncs(int fd)
 {
 	return table_of(fd)->fs_flags & GC_FS_REMAP_SYNC;
+}
+
+/*
+ * A sync fails for one file alone where its data's writeback failed
+ * (ext4_sync_file returns before it commits anything), where the error was
+ * recorded for its file earlier, or where its own cache flush failed: the
+ * journal goes on working and no other file's change is lost. It fails for
+ * the whole filesystem where a journal commit failed: jbd2 then aborts the
+ * journal (an fsync is told EIO by a commit only with it aborted), xfs
+ * shuts down, btrfs aborts its transaction; each for good. The probe:
+ * replacing an extended attribute that does not exist starts a journal
+ * transaction (ext4_xattr_set, xfs_attr_change, btrfs_setxattr_trans) and
+ * changes nothing: ENODATA while the journal works; EROFS once it aborted
+ * (ext4, btrfs; ext4 then turns read-only, as its next write anywhere
+ * would have made it), EIO once shut down (xfs). Anything else (no
+ * permission to set user attributes, none on this filesystem) tells
+ * nothing. Made only where a request would otherwise be failed for another
+ * file's failure. Through the libc name, which a test's spy may answer for
+ * a failure it made up.
+ */
+bool gc_fs_journal_works(int fd, uint64_t dev)
+{
+	struct stat st;
+	bool works;
+	int e = errno;
+
+	/* the number may name a file of another filesystem now */
+	works = gc_sys_fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev &&
+		fsetxattr(fd, GC_FS_PROBE_XATTR, "", 0, XATTR_REPLACE) < 0 && errno == ENODATA;
+	errno = e;
+	return works;
 }
 
 const struct gc_fs *gc_fs_of(int fd)

@@ -58,4 +58,12 @@ bool gc_fs_groups(int fd);
 /* Is a clone into @fd committed when its source was opened O_SYNC or
  * O_DSYNC (GC_FS_REMAP_SYNC)? One fstatfs. */
 bool gc_fs_remap_syncs(int fd);
+/* Does the journal of @fd's filesystem, @dev (its st_dev), still work: no
+ * failed commit aborted it, no failure shut it down? Then a failed sync
+ * since was its own file's (its data's writeback, its own cache flush) and
+ * lost no other file's change. false where it cannot be told. */
+bool gc_fs_journal_works(int fd, uint64_t dev);
+/* The extended attribute that probe replaces, which never exists. */
+#define GC_FS_PROBE_XATTR "user.libgc.journal-probe"
+
 #endif

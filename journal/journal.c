@@ -306,7 +306,8 @@ static bool held_rule(uint32_t fs, int fd, int dir)
  * GC_FS_*) counts a failed commit as done for this inode (a directory
  * when @dir, -1: not known; held_rule), the same word again says whether
  * a real sync of it failed meanwhile, which fails this request too
- * (gc_domain_note_failure). *@t1 is when it ended. Timed calls (own
+ * (gc_domain_note_failure) where the journal no longer works
+ * (gc_fs_journal_works). *@t1 is when it ended. Timed calls (own
  * timing's epoch, the outcome check's stretch) tell the policy what they
  * cost.
  */
@@ -336,7 +337,7 @@ static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t
 	}
 	if (__builtin_expect((fs & (GC_FS_HELD_FAIL | GC_FS_HELD_FAIL_DIR)) &&
 			     gc_fast_failed(w, __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE)), 0) &&
-	    held_rule(fs, fd, dir))
+	    held_rule(fs, fd, dir) && !gc_fs_journal_works(fd, d->j_dev))
 		r = gc_domain_fail_err(d);
 	return r;
 }
@@ -442,13 +443,18 @@ static int direct_noted(struct gc_domain *d, int fd, bool datasync)
 /* A request of @d that began at @begun, for a directory when @dir (-1:
  * not known yet): @r, or, where its filesystem counts a failed commit as
  * done for such an inode (GC_FS_HELD_FAIL*: ext4; xfs's directories), the
- * failure of any real sync of the filesystem since. Elsewhere a held
- * request's own real call tells the truth by itself (journal/fs.c). */
+ * failure of any real sync of the filesystem since, unless its journal
+ * still works (gc_fs_journal_works: then those failures were other files'
+ * own, a bad block under one file, and bare its own sync answers 0).
+ * Elsewhere a held request's own real call tells the truth by itself
+ * (journal/fs.c). */
 static int held_result(const struct gc_domain *d, int fd, uint64_t begun, int dir, int r)
 {
 	int held = gc_domain_held_result(d, begun, r);
 
-	return held != r && held_rule(fs_flags(d), fd, dir) ? held : r;
+	return held != r && held_rule(fs_flags(d), fd, dir) && !gc_fs_journal_works(fd, d->j_dev)
+		       ? held
+		       : r;
 }
 
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);

@@ -67,8 +67,10 @@ void e2e_teardown(void)
 
 	if (g_dir[0] && getenv("E2E_KEEP") == NULL) {
 		nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-		if (spy && *spy)
+		if (spy && *spy) {
 			remove(e2e_spy_log());
+			remove(xasprintf("%s.aborted", e2e_spy_log()));
+		}
 	} else if (g_dir[0]) {
 		fprintf(stderr, "e2e: kept %s%s%s\n", g_dir, spy && *spy ? " and " : "",
 			spy && *spy ? e2e_spy_log() : "");
@@ -353,6 +355,7 @@ void e2e_run_spied(struct e2e_run *r, struct spy_summary *s, const char *stack,
 	size_t k = 0;
 
 	remove(log);
+	remove(xasprintf("%s.aborted", log)); /* the spies' made-up abort (spy.c) */
 	full[k++] = xasprintf("SPY_LOG=%s", log);
 	for (const char *const *e = env; e && *e; e++) {
 		cr_assert(k < 31, "too many variables");

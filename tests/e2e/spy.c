@@ -21,10 +21,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "journal/fs.h"
 #include "tests/e2e/spy.h"
 
 #if defined(SPY_OUTER) == defined(SPY_INNER)
@@ -509,6 +511,77 @@ static bool spy_fault(int fd, int *err)
 }
 #endif
 
+#ifdef SPY_INNER
+/* Failures the spies made up stand for failed journal commits: once one
+ * was made, in this process or another writing the same log (a file
+ * beside it says so), the library's probe of the journal (journal/fs.c)
+ * is told the journal aborted. */
+static unsigned long spy_injected;
+
+static void spy_marker(char *p, size_t n)
+{
+	snprintf(p, n, "%s.aborted", spy_log_path ? spy_log_path : "");
+}
+
+static void spy_note_injected(void)
+{
+	char p[4200];
+	int fd;
+
+	if (__atomic_fetch_add(&spy_injected, 1, __ATOMIC_RELAXED) || !spy_log_path)
+		return;
+	spy_marker(p, sizeof(p));
+	fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		syscall(SYS_close, fd);
+}
+
+static bool spy_journal_aborted(void)
+{
+	char p[4200];
+
+	if (__atomic_load_n(&spy_injected, __ATOMIC_RELAXED))
+		return true;
+	if (!spy_log_path)
+		return false;
+	spy_marker(p, sizeof(p));
+	return syscall(SYS_faccessat, AT_FDCWD, p, F_OK) == 0;
+}
+
+/* A real EIO the kernel gave, its filesystem's journal still working:
+ * replacing an attribute that does not exist starts a journal transaction
+ * and answers ENODATA (journal/fs.c says why). */
+static bool spy_error_local(int fd)
+{
+	int saved = errno;
+	bool local = syscall(SYS_fsetxattr, fd, "user.spy.journal-probe", "", 0, XATTR_REPLACE) < 0 &&
+		     errno == ENODATA;
+
+	errno = saved;
+	return local;
+}
+
+EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{
+	static int (*real)(int, const char *, const void *, size_t, int);
+
+	int saved = errno;
+
+	if (name && !strcmp(name, GC_FS_PROBE_XATTR) && spy_journal_aborted()) {
+		errno = EROFS;
+		return -1;
+	}
+	errno = saved;
+	if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&real, dlsym(RTLD_NEXT, "fsetxattr"), __ATOMIC_RELEASE);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(fd, name, value, size, flags);
+}
+#endif
+
 static int spy_sync(int fd, sync_fn fn, int kind)
 {
 	struct spy_call c;
@@ -522,9 +595,15 @@ static int spy_sync(int fd, sync_fn fn, int kind)
 		errno = err;
 		ret = -1;
 		c.c_rec.r_flags |= SPY_F_INJECTED;
-	} else
-#endif
+		spy_note_injected();
+	} else {
 		ret = fn(fd);
+		if (ret < 0 && errno == EIO && spy_error_local(fd))
+			c.c_rec.r_flags |= SPY_F_LOCAL;
+	}
+#else
+	ret = fn(fd);
+#endif
 	spy_end(&c, ret);
 	return ret;
 }

@@ -39,6 +39,10 @@ enum spy_rule {
 /* The inner spy failed this real call itself (SPY_EIO_*): the kernel never
  * saw it, and the filesystem is as healthy as before. */
 #define SPY_F_INJECTED 1
+/* The kernel failed this real call with EIO and its filesystem's journal
+ * still works (the inner spy's probe, as journal/fs.c's): the error was its
+ * file's own, and no other file's change was lost with it. */
+#define SPY_F_LOCAL 2
 
 /* Fixed size so that O_APPEND writes of whole records from many threads and
  * processes never interleave. */

@@ -209,6 +209,9 @@ static bool spy_fs_failed_between(const struct spy_log *log, const size_t *fails
 
 		if (kernel_only && (r->r_flags & SPY_F_INJECTED))
 			continue;
+		/* one file's own error lost no other file's change */
+		if (r->r_flags & SPY_F_LOCAL)
+			continue;
 		if (r->r_dev == dev && r->r_end_ns >= lo && r->r_end_ns <= hi)
 			return true;
 	}

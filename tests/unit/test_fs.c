@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -137,4 +138,40 @@ ParameterizedTest(struct fs_case *c, fs, slowdisk, .fini = down, .timeout = 120)
 	fs = of_path(mnt, &t);
 	cr_expect_str_eq(fs->fs_name, c->name, "%s: %s", c->fs, fs->fs_name);
 	cr_expect_eq(fs->fs_flags, c->flags, "%s: flags %x", c->fs, fs->fs_flags);
+}
+
+/* The journal probe on a healthy filesystem: a file's and a directory's
+ * descriptor say it works, and nothing about them changes (the attribute
+ * it replaces never exists; no ctime moves). A descriptor whose device is
+ * not the one asked about, a pipe, and a closed number tell nothing. (An
+ * aborted journal's answer is tests/crash/eio.sh's, on the slow disk.) */
+Test(fs, journal_probe_works_and_changes_nothing)
+{
+	char dir[] = "/tmp/gc-fs-probe.XXXXXX", path[64];
+	struct stat before, after, ds;
+	int fd, dfd, p[2];
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert(fd >= 0 && dfd >= 0);
+	cr_assert_eq(fstat(fd, &before), 0);
+	cr_assert_eq(fstat(dfd, &ds), 0);
+	usleep(20000); /* a ctime moved by the probe would differ */
+	cr_expect(gc_fs_journal_works(fd, (uint64_t)before.st_dev), "a file of %s", dir);
+	cr_expect(gc_fs_journal_works(dfd, (uint64_t)ds.st_dev), "the directory %s", dir);
+	cr_assert_eq(fstat(fd, &after), 0);
+	cr_expect(before.st_ctim.tv_sec == after.st_ctim.tv_sec &&
+		  before.st_ctim.tv_nsec == after.st_ctim.tv_nsec, "the probe changed the file");
+	cr_expect_not(gc_fs_journal_works(fd, (uint64_t)before.st_dev + 1), "another device");
+	cr_assert_eq(pipe(p), 0);
+	cr_expect_not(gc_fs_journal_works(p[0], 0), "a pipe");
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+	cr_expect_not(gc_fs_journal_works(fd, (uint64_t)before.st_dev), "a closed number");
+	close(dfd);
+	unlink(path);
+	rmdir(dir);
 }
