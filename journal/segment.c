@@ -195,7 +195,9 @@ static struct gc_domain *create(const char *path, uint64_t dev, uid_t uid, const
 
 	fd = (int)syscall(SYS_openat, AT_FDCWD, SHM_DIR, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		*why = "cannot create a segment (O_TMPFILE in " SHM_DIR ")";
+		*why = errno == EMFILE || errno == ENFILE
+			       ? "cannot create a segment (no descriptor free)"
+			       : "cannot create a segment (O_TMPFILE in " SHM_DIR ")";
 		return NULL;
 	}
 	if (syscall(SYS_ftruncate, fd, (off_t)sizeof(*d)) < 0 || !(d = map_fd(fd))) {
@@ -231,7 +233,11 @@ static struct gc_domain *open_existing(const char *path, uint64_t dev, uid_t uid
 	*bad_ino = 0;
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		*why = errno == ENOENT ? NULL : "cannot open the segment (a symlink, or no permission)";
+		*why = errno == ENOENT			    ? NULL
+		       : errno == EMFILE || errno == ENFILE ? "cannot open the segment (no descriptor free)"
+		       : errno == ELOOP			    ? "cannot open the segment (a symlink)"
+		       : errno == EACCES || errno == EPERM  ? "cannot open the segment (no permission)"
+							    : "cannot open the segment";
 		return NULL;
 	}
 	if (gc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||

@@ -352,3 +352,25 @@ Test(semantics, o_dsync_writes_the_library_does_not_see)
 		e2e_run_free(&r);
 	}
 }
+
+/* A process at its descriptor limit: the library needs a descriptor for a
+ * moment to share commits and has none, so it groups within the process;
+ * the program sees what it sees bare, and the one line on stderr says why
+ * (it once blamed a symlink or a permission). */
+Test(semantics, a_process_out_of_descriptors_syncs_as_bare)
+{
+	const char *argv[] = { e2e_prog("lowfd"), e2e_dir(), NULL };
+	static const char *const env[] = { "LIBGC_SHARE=user", NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run(&bare, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&bare, "bare");
+	cr_expect(strstr(bare.out, "fd=3 write=3 fsync=0 next=EMFILE"), "bare: %s%s", bare.out,
+		  bare.err);
+	e2e_run(&gc, PRE_GC, env, 30, argv);
+	e2e_expect_ok(&gc, "libgc");
+	cr_expect_str_eq(gc.out, bare.out, "libgc: %s%s", gc.out, gc.err);
+	cr_expect(!gc.err[0] || strstr(gc.err, "no descriptor free"), "stderr: %s", gc.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
