@@ -84,8 +84,9 @@ LIST_KIB=50
 # else; callgrind cannot see an exec: the new image's profile takes the
 # file of the one that called it), mapping memory (interpreters,
 # databases; glibc's malloc maps through its own, uninterposed call) and
-# fcntl (close-on-exec, locks), which most programs call themselves.
-START="execve execvp execv posix_spawn posix_spawnp exec_prepare exec_undo still_materialized gc_init mmap64 fcntl64 fcntl_common"
+# fcntl (close-on-exec, locks) and ioctl (terminals, FIOCLEX), which most
+# programs call themselves.
+START="execve execvp execv posix_spawn posix_spawnp exec_prepare exec_undo still_materialized gc_init mmap64 fcntl64 fcntl_common ioctl"
 for f in "$tmp"/run*/cg.*; do
 	callgrind_annotate --threshold=100 "$f" 2>/dev/null | sed "s|^|${f%/*} |"
 done | awk -v lib="[$lib]" -v start="$START" '
