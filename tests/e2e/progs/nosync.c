@@ -2,7 +2,8 @@
 /* nosync DIR [WORD]...: what a process does that loads the library and,
  * unless told, never syncs: buffered writes to /dev/null (60 KB, under the
  * dirty limiter's first look at a descriptor) and to a file, reads, a
- * pipe, dup2, a fork whose child ends with _exit, and a spawn of true(1).
+ * pipe (and an ioctl on it), dup2, a fork whose child ends with _exit, and
+ * a spawn of true(1).
  * Then, in the order given:
  *   stream      write 1 MB more to /dev/null, as dd would
  *   age         wait 150 ms (a process makes its stats segment at a
@@ -31,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -75,7 +77,8 @@ static void work(const char *dir)
 	close(100);
 	if (fd >= 0)
 		close(fd);
-	if (pipe(p) || write(p[1], "x", 1) != 1 || read(p[0], buf, 1) != 1)
+	if (pipe(p) || write(p[1], "x", 1) != 1 || ioctl(p[0], FIONREAD, &i) || i != 1 ||
+	    read(p[0], buf, 1) != 1)
 		fail("pipe");
 	close(p[0]);
 	close(p[1]);
