@@ -276,28 +276,33 @@ static void count_request(struct gc_stat_slot *sl, enum gc_origin origin)
 	}
 }
 
-/* Does the held-request rule of @fs (GC_FS_HELD_FAIL*) apply to @fd, a
- * directory when @dir (-1: not known)? On xfs it does for directories
- * only: a file's own real call answers for it there, as bare (a failure
- * of another file's sync leaves nothing behind, or shuts the filesystem
- * down and then fails this call too). Asked (one fstat) only once a
- * failure makes it matter; a descriptor fstat cannot tell about is taken
- * as a directory. */
-static bool held_rule(uint32_t fs, int fd, int dir)
+/* A real sync of @d's filesystem failed while a request on @fd waited:
+ * does that fail the request? Where the held-request rule of @fs
+ * (GC_FS_HELD_FAIL*) applies to @fd, a directory when @dir (-1: not
+ * known), and the journal no longer works (gc_fs_journal_works: a
+ * failure that left it working was another file's own, a bad block under
+ * it, and bare this file's sync answers 0). On xfs the rule applies to
+ * directories only: a file's own real call answers for it there, as bare
+ * (a failure of another file's sync leaves nothing behind, or shuts the
+ * filesystem down and then fails this call too). Asked (one fstat, then
+ * the probe) only once a failure makes it matter; a descriptor fstat
+ * cannot tell about is taken as a directory. */
+static bool held_rule(const struct gc_domain *d, uint32_t fs, int fd, int dir)
 {
 	struct stat st;
 	int e = errno;
-	bool is_dir;
+	bool applies;
 
 	if (fs & GC_FS_HELD_FAIL)
-		return true;
-	if (!(fs & GC_FS_HELD_FAIL_DIR))
-		return false;
-	if (dir >= 0)
-		return dir;
-	is_dir = gc_sys_fstat(fd, &st) < 0 || S_ISDIR(st.st_mode);
+		applies = true;
+	else if (!(fs & GC_FS_HELD_FAIL_DIR))
+		applies = false;
+	else if (dir >= 0)
+		applies = dir;
+	else
+		applies = gc_sys_fstat(fd, &st) < 0 || S_ISDIR(st.st_mode);
 	errno = e;
-	return is_dir;
+	return applies && !gc_fs_journal_works(fd, d->j_dev);
 }
 
 /*
@@ -306,8 +311,8 @@ static bool held_rule(uint32_t fs, int fd, int dir)
  * GC_FS_*) counts a failed commit as done for this inode (a directory
  * when @dir, -1: not known; held_rule), the same word again says whether
  * a real sync of it failed meanwhile, which fails this request too
- * (gc_domain_note_failure) where the journal no longer works
- * (gc_fs_journal_works). *@t1 is when it ended. Timed calls (own
+ * (gc_domain_note_failure) where the journal no longer works (held_rule).
+ * *@t1 is when it ended. Timed calls (own
  * timing's epoch, the outcome check's stretch) tell the policy what they
  * cost.
  */
@@ -337,7 +342,7 @@ static int direct_request(struct gc_domain *d, uint32_t fs, uint64_t w, uint32_t
 	}
 	if (__builtin_expect((fs & (GC_FS_HELD_FAIL | GC_FS_HELD_FAIL_DIR)) &&
 			     gc_fast_failed(w, __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE)), 0) &&
-	    held_rule(fs, fd, dir) && !gc_fs_journal_works(fd, d->j_dev))
+	    held_rule(d, fs, fd, dir))
 		r = gc_domain_fail_err(d);
 	return r;
 }
@@ -443,18 +448,14 @@ static int direct_noted(struct gc_domain *d, int fd, bool datasync)
 /* A request of @d that began at @begun, for a directory when @dir (-1:
  * not known yet): @r, or, where its filesystem counts a failed commit as
  * done for such an inode (GC_FS_HELD_FAIL*: ext4; xfs's directories), the
- * failure of any real sync of the filesystem since, unless its journal
- * still works (gc_fs_journal_works: then those failures were other files'
- * own, a bad block under one file, and bare its own sync answers 0).
- * Elsewhere a held request's own real call tells the truth by itself
- * (journal/fs.c). */
+ * failure of any real sync of the filesystem since that took its journal
+ * down (held_rule). Elsewhere a held request's own real call tells the
+ * truth by itself (journal/fs.c). */
 static int held_result(const struct gc_domain *d, int fd, uint64_t begun, int dir, int r)
 {
 	int held = gc_domain_held_result(d, begun, r);
 
-	return held != r && held_rule(fs_flags(d), fd, dir) && !gc_fs_journal_works(fd, d->j_dev)
-		       ? held
-		       : r;
+	return held != r && held_rule(d, fs_flags(d), fd, dir) ? held : r;
 }
 
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);
