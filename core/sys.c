@@ -24,6 +24,7 @@
 GC_START struct gc_sys gc_sys;
 GC_START unsigned int gc_made;
 __thread int gc_depth __attribute__((tls_model("initial-exec")));
+__thread bool gc_strict __attribute__((tls_model("initial-exec")));
 
 int gc_sys_sync(int fd, bool datasync)
 {

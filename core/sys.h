@@ -88,6 +88,11 @@ extern struct gc_sys gc_sys;
 /* >0 while this thread runs library code: nested or signal-handler calls go
  * straight to the real functions. */
 extern __thread int gc_depth;
+/* Set once this thread entered seccomp's strict mode (the shim saw its
+ * prctl succeed): from then on it may call read, write and exit only, and
+ * anything else kills the process, so the library makes no call of its own
+ * in it. */
+extern __thread bool gc_strict;
 
 /*
  * The library's own calls that are one system call and nothing more, made

@@ -8,7 +8,11 @@
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -18,6 +22,7 @@
 #include "core/clock.h"
 #include "core/dirty.h"
 #include "core/fdtable.h"
+#include "core/log.h"
 #include "core/sites.h"
 #include "core/stats.h"
 #include "journal/fs.h"
@@ -69,8 +74,9 @@ static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token
 {
 	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled)) {
 		gc_stat_add(bytes_buffered, (uint64_t)n);
-		/* configured only once the limiter has something to do */
-		if (gc_dirty_count(fd, off, (uint64_t)n) && likely(gc_conf()) &&
+		/* configured only once the limiter has something to do; never
+		 * in a thread in strict mode (it may not call fstat) */
+		if (gc_dirty_count(fd, off, (uint64_t)n) && likely(!gc_strict) && likely(gc_conf()) &&
 		    gc_cfg.c_dirty.dc_mode != GC_DIRTY_OFF)
 			gc_dirty_slow(fd, off, (uint64_t)n);
 	}
@@ -503,4 +509,39 @@ GC_EXPORT int io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
 		return submit_next()(ctx, n, iocbs);
 	r = syscall(SYS_io_submit, ctx, n, iocbs);
 	return r < 0 ? -errno : (int)r;
+}
+
+/* prctl: a thread about to enter seccomp's strict mode (read, write and
+ * exit only; any other call kills the process) has every converted
+ * descriptor given its real O_SYNC/O_DSYNC back first, since the library
+ * could not sync for its writes there; once in, it is noted, so that the
+ * write family makes no call of its own in that thread. Fails closed: a
+ * descriptor that cannot get its flag back fails the call. Strict mode
+ * entered by the raw seccomp system call is not seen (docs/limitations.md). */
+GC_EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	bool strict;
+	va_list ap;
+	int r, i;
+
+	va_start(ap, option);
+	for (i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+	GC_COUNT(prctl);
+	strict = option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_STRICT;
+	if (unlikely(strict) && (r = gc_unconvert_all()) < 0) {
+		if (r != -ENOLCK)
+			gc_log(GC_LOG_WARN, "a descriptor cannot get its O_SYNC/O_DSYNC back "
+			       "before seccomp's strict mode (%s): prctl fails", strerror(-r));
+		errno = -r;
+		return -1;
+	}
+	r = gc_real.prctl(option, a[0], a[1], a[2], a[3]);
+	if (r == 0 && strict)
+		gc_strict = true;
+	return r;
 }

@@ -115,8 +115,11 @@ int gc_materialize(int fd, int sync_flags, int *keep);
 int gc_fd_locks(int fd, bool own);
 /* The one stderr line for a call failed with ENOLCK because of them. */
 void gc_fd_locks_warn(int fd);
-/* Calls @fn on each line of a /proc file, raw calls and a stack buffer
- * only; stops at @fn's first nonzero value and returns it. -errno. */
+/* Gives every converted descriptor a real O_SYNC/O_DSYNC description for
+ * good (shim/exec.c), before this thread enters a mode in which the
+ * library may not sync for it. 0, or -errno for the first that could not
+ * be given one (-ENOLCK: record locks it would drop). */
+int gc_unconvert_all(void);
 /* Completes a write-like call that returned @n on a descriptor whose entry
  * was @token (gc_fd_token) before the call. */
 ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -201,6 +202,15 @@ int main(int argc, char **argv)
 			CHECK(ioctl(p[0], FIONREAD, &queued));
 			if (queued != 2) {
 				fprintf(stderr, "symcov: ioctl(FIONREAD) read %d, not 2\n", queued);
+				failures++;
+			}
+		}
+		{
+			char name[16] = "";
+
+			CHECK(prctl(PR_GET_NAME, name, 0, 0, 0));
+			if (!name[0]) {
+				fprintf(stderr, "symcov: prctl(PR_GET_NAME) read no name\n");
 				failures++;
 			}
 		}
