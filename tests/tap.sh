@@ -28,3 +28,21 @@ sd() {
 kv() {
 	tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1
 }
+
+# tap_relay [PREFIX]: the TAP lines of a sub-suite on stdin passed on under
+# our count, PREFIX before each description; its plan is dropped, its
+# comments and any other line passed on as they are. Read it from a file or
+# a process substitution (the count lives in this shell).
+tap_relay() {
+	local line st rest
+	while IFS= read -r line; do
+		case $line in
+		"ok "* | "not ok "*)
+			st=${line%% [0-9]*} rest=${line#* [0-9]* - }
+			[ "$st" = ok ] && ok "${1:-}$rest" || not_ok "${1:-}$rest"
+			;;
+		[0-9]*..[0-9]*) ;;
+		*) echo "$line" ;;
+		esac
+	done
+}

@@ -10,6 +10,9 @@
 #       held-request rule (11-14), one power-cut trial
 #   FS_PASS=full (make crashtest-fs): every filesystem, all of eio.sh
 #   FS_LIST="xfs btrfs" picks filesystems
+# The filesystems run side by side (each on a disk of its own; their
+# time is the slow disk's, not the CPU's), and their lines are printed in
+# order.
 set -eu
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export SLOWDISK_STATE=${SLOWDISK_STATE:-/run/libgc-slowdisk}
@@ -21,35 +24,11 @@ short) list=${FS_LIST:-ext4-fc xfs btrfs} ;;
 full) list=${FS_LIST:-ext4 ext4-fc xfs btrfs} ;;
 *) echo "fs.sh: FS_PASS is short or full, not '$pass'" >&2; exit 2 ;;
 esac
-NAME=fs-$$
 n=0
 . tests/tap.sh
-
-# The spies' logs on a tmpfs, off the filesystem under test (e2e.c
-# e2e_spy_log).
-SPYDIR=$(mktemp -d /dev/shm/e2e-spy.XXXXXX)
-cleanup() {
-	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
-	rm -rf "$SPYDIR"
-}
-trap cleanup EXIT
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT TERM
-
-# Sub-suites print TAP of their own: each of their lines is passed on
-# under our count, named with the filesystem (read from a process
-# substitution: the count lives in this shell).
-relay() {
-	local fs=$1 line
-	while IFS= read -r line; do
-		case $line in
-		"ok "* | "not ok "*)
-			local st=${line%% [0-9]*} rest=${line#* [0-9]* - }
-			[ "$st" = ok ] && ok "$fs: $rest" || not_ok "$fs: $rest"
-			;;
-		"#"*) echo "$line" ;;
-		esac
-	done
-}
 
 skip_all() {
 	echo "1..1"
@@ -86,10 +65,20 @@ intent_check() {
 	fi
 }
 
-out=$(mktemp)
-for fs in $list; do
+# One filesystem's lines, numbered from 1; "SKIPALL reason" where the
+# slow disk cannot come up here at all.
+one_fs() {
+	local fs=$1 out=$TMP/$1.out rc mnt syn t f c
+	# each filesystem runs in a subshell of its own: these two are its
+	# globals, for its exit trap
+	NAME=fs-$$-$1
+	n=0
 	command -v "$(bash "$SD" fs | awk -v f="$fs" '$1 == f { print ($2 == "ext4" ? "mkfs.ext4" : "mkfs." $2) }')" \
-		>/dev/null || { ok "$fs # SKIP no mkfs for $fs (scripts/deps.sh installs it)"; continue; }
+		>/dev/null || { ok "$fs # SKIP no mkfs for $fs (scripts/deps.sh installs it)"; return; }
+	# The spies' logs on a tmpfs, off the filesystem under test (e2e.c
+	# e2e_spy_log).
+	SPYDIR=$(mktemp -d /dev/shm/e2e-spy.XXXXXX)
+	trap 'timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1; rm -rf "$SPYDIR"' EXIT
 
 	# The matrix: every policy and sync route, threads and processes, on
 	# a disk of this filesystem (fast flush: the spies' delays make the
@@ -99,7 +88,8 @@ for fs in $list; do
 	mnt=$(bash "$SD" up --name "$NAME" --fs "$fs" --flush-us 200 --size-mb 512 2>"$out") || rc=$?
 	mnt=$(tail -n 1 <<<"$mnt")
 	if [ "$rc" -eq 77 ]; then
-		skip_all "$(tail -n 1 "$out")"
+		echo "SKIPALL $(tail -n 1 "$out")"
+		return
 	elif [ "$rc" -ne 0 ] || [ ! -d "$mnt" ]; then
 		not_ok "$fs: the durability matrix" "slowdisk up failed: $(tail -n 3 "$out")"
 	else
@@ -127,10 +117,10 @@ for fs in $list; do
 	# Injected EIO: what each filesystem reports after a failed flush or
 	# commit, bare against the library.
 	if [ "$pass" = short ]; then
-		relay "$fs" < <(SLOWDISK_FS=$fs EIO_QUICK=1 bash tests/crash/eio.sh 2>&1 |
+		tap_relay "$fs: " < <(SLOWDISK_FS=$fs EIO_QUICK=1 bash tests/crash/eio.sh 2>&1 |
 			grep -v '# SKIP EIO_QUICK')
 	else
-		relay "$fs" < <(SLOWDISK_FS=$fs bash tests/crash/eio.sh 2>&1)
+		tap_relay "$fs: " < <(SLOWDISK_FS=$fs bash tests/crash/eio.sh 2>&1)
 	fi
 
 	# Power cuts: one trial under libgc (make crashtest runs 50, with
@@ -141,8 +131,19 @@ for fs in $list; do
 	if [ "$pass" = short ] && [ "$fs" = ext4-fc ]; then
 		ok "$fs: power cut # SKIP bare ext4 with fast commits loses fsynced data at a power cut here (make crashtest runs it beside bare)"
 	elif [ "$pass" = short ]; then
-		relay "$fs" < <(bash tests/crash/crashtrial --fs "$fs" --trials 1 --only libgc --tap 2>&1)
+		tap_relay "$fs: " < <(bash tests/crash/crashtrial --fs "$fs" --trials 1 --only libgc --tap 2>&1)
 	fi
+}
+
+for fs in $list; do
+	(one_fs "$fs") >"$TMP/$fs.tap" 2>&1 &
 done
-rm -f "$out"
+wait
+for fs in $list; do
+	r=$(sed -n 's/^SKIPALL //p' "$TMP/$fs.tap" | head -n 1)
+	[ -z "$r" ] || skip_all "$r"
+done
+for fs in $list; do
+	tap_relay <"$TMP/$fs.tap"
+done
 echo "1..$n"
