@@ -53,16 +53,6 @@ static uint64_t live_token(int fd)
 	return token;
 }
 
-/* Gives @fd a real sync description for good; its entry goes. */
-static int for_good(int fd, uint64_t token, bool self)
-{
-	int r = gc_materialize(fd, (int)(uint32_t)token, NULL);
-
-	if (!r && self)
-		gc_fd_close_end(fd, token);
-	return r;
-}
-
 /* Swaps @fd for a real sync description; with @any also a close-on-exec
  * one (file actions may dup2 it into the child). Returns 0 or -errno. */
 static int prepare_one(struct exec_save *x, int fd, bool any)
@@ -85,10 +75,14 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
 			return r > 0 ? -ENOLCK : r;
 		}
 	}
-	if (x->n >= EXEC_SAVE_MAX)
+	if (x->n >= EXEC_SAVE_MAX) {
 		/* No room to remember it: it stays a real sync description,
-		 * only slower. */
-		return for_good(fd, token, x->self);
+		 * only slower, and its entry goes. */
+		r = gc_materialize(fd, conv, NULL);
+		if (!r && x->self)
+			gc_fd_close_end(fd, token);
+		return r;
+	}
 	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
 	if (save < 0)
 		return -errno;
@@ -202,30 +196,6 @@ static int exec_prepare(struct exec_save *x, bool any)
 			gc_log(GC_LOG_WARN, "fd %d cannot get its O_SYNC/O_DSYNC back for "
 			       "the new program (%s): the call fails", fd, strerror(-r));
 		exec_undo(x);
-	}
-	errno = saved;
-	return r;
-}
-
-int gc_unconvert_all(void)
-{
-	int fd, r = 0, saved = errno;
-	bool self;
-
-	if (gc_disabled || !gc_fd_ever())
-		return 0;
-	self = gc_self_exact();
-	for (fd = gc_fd_next(0); fd >= 0 && !r; fd = gc_fd_next(fd + 1)) {
-		bool taken = self && gc_fd_swap_lock();
-		uint64_t token = live_token(fd);
-
-		if ((uint32_t)token) {
-			r = self ? gc_fd_locks(fd, true) : 0;
-			if (r > 0)
-				gc_fd_locks_warn(fd);
-			r = r > 0 ? -ENOLCK : r ? r : for_good(fd, token, self);
-		}
-		gc_fd_swap_unlock(taken);
 	}
 	errno = saved;
 	return r;

@@ -11,7 +11,6 @@
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -22,7 +21,6 @@
 #include "core/clock.h"
 #include "core/dirty.h"
 #include "core/fdtable.h"
-#include "core/log.h"
 #include "core/sites.h"
 #include "core/stats.h"
 #include "journal/fs.h"
@@ -512,12 +510,12 @@ GC_EXPORT int io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
 }
 
 /* prctl: a thread about to enter seccomp's strict mode (read, write and
- * exit only; any other call kills the process) has every converted
- * descriptor given its real O_SYNC/O_DSYNC back first, since the library
- * could not sync for its writes there; once in, it is noted, so that the
- * write family makes no call of its own in that thread. Fails closed: a
- * descriptor that cannot get its flag back fails the call. Strict mode
- * entered by the raw seccomp system call is not seen (docs/limitations.md). */
+ * exit only; any other call kills it) could not sync for a converted
+ * descriptor: every one gets its real O_SYNC/O_DSYNC back first, and no
+ * open converts any more. Once in, the thread is noted, so that the write
+ * family makes no call of its own there. Fails closed: a descriptor that
+ * cannot get its flag back fails the call. Strict mode entered by the raw
+ * seccomp system call is not seen (docs/limitations.md). */
 GC_EXPORT int prctl(int option, ...)
 {
 	unsigned long a[4];
@@ -533,10 +531,7 @@ GC_EXPORT int prctl(int option, ...)
 		return (int)syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
 	GC_COUNT(prctl);
 	strict = option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_STRICT;
-	if (unlikely(strict) && (r = gc_unconvert_all()) < 0) {
-		if (r != -ENOLCK)
-			gc_log(GC_LOG_WARN, "a descriptor cannot get its O_SYNC/O_DSYNC back "
-			       "before seccomp's strict mode (%s): prctl fails", strerror(-r));
+	if (unlikely(strict) && (r = gc_osync_stop("seccomp's strict mode is refused")) < 0) {
 		errno = -r;
 		return -1;
 	}

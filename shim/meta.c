@@ -316,7 +316,7 @@ static void uring_check(int fd, int flags)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link));
 	if (n == 21 && !memcmp(link, "anon_inode:[io_uring]", 21))
-		gc_osync_stop();
+		gc_osync_stop("writes through io_uring to it are not synchronous");
 	errno = saved;
 }
 #define URING_CHECK(fd, flags, off)                          \

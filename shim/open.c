@@ -1061,27 +1061,28 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
 	return gc_real.sendmmsg(sock, vec, n, flags);
 }
 
-/* An io_uring's reads and writes go round every wrapper: a converted
- * descriptor would be written without its O_SYNC/O_DSYNC there. Once the
- * process maps a ring, every converted descriptor gets its real flag back
- * and no open converts any more. One that cannot (record locks held)
- * stays converted, said on stderr. */
-void gc_osync_stop(void)
+/* Writes that go round the wrappers (an io_uring's, a thread's in
+ * seccomp's strict mode) would reach a converted descriptor without its
+ * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
+ * no open converts any more. One that cannot (record locks held) stays
+ * converted, said on stderr. */
+int gc_osync_stop(const char *what)
 {
-	int fd, r;
+	int fd, r, first = 0;
 
 	if (gc_disabled || !gc_self_exact())
-		return;
+		return 0;
 	gc_fd_convert_stop();
 	if (!gc_fd_ever())
-		return;
+		return 0;
 	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
 		if (!gc_fd_get(fd) || (r = give_back(fd)) == 0)
 			continue;
-		gc_log(GC_LOG_WARN, "fd %d keeps its O_SYNC/O_DSYNC conversion (%s): writes "
-		       "through io_uring to it are not synchronous (LIBGC_OSYNC=keep avoids "
-		       "this)", fd, strerror(-r));
+		first = first ? first : r;
+		gc_log(GC_LOG_WARN, "fd %d keeps its O_SYNC/O_DSYNC conversion (%s): %s "
+		       "(LIBGC_OSYNC=keep avoids this)", fd, strerror(-r), what);
 	}
+	return first;
 }
 
 /* closefrom: the program's descriptors only, as close_range. */

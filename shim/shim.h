@@ -85,9 +85,11 @@ void *gc_next(const char *name);
 /* Converted sync flags of @fd, after checking the entry still belongs to the
  * regular file it was made for (a stale entry is dropped). */
 int gc_conv_checked(int fd);
-/* io_uring in use: every converted descriptor back to its real flag, and
- * no conversion from now on (shim/open.c). */
-void gc_osync_stop(void);
+/* Writes that may go round every wrapper from now on (@what they are, for
+ * the message): every converted descriptor back to its real flag, and no
+ * conversion from now on (shim/open.c). 0, or the first -errno of one that
+ * stays converted (-ENOLCK: record locks the swap would drop). */
+int gc_osync_stop(const char *what);
 /* Writes to @fd that go round the wrappers (AIO, dprintf): 0 or -errno
  * (shim/open.c). */
 int gc_unseen_writes(int fd);
@@ -115,11 +117,6 @@ int gc_materialize(int fd, int sync_flags, int *keep);
 int gc_fd_locks(int fd, bool own);
 /* The one stderr line for a call failed with ENOLCK because of them. */
 void gc_fd_locks_warn(int fd);
-/* Gives every converted descriptor a real O_SYNC/O_DSYNC description for
- * good (shim/exec.c), before this thread enters a mode in which the
- * library may not sync for it. 0, or -errno for the first that could not
- * be given one (-ENOLCK: record locks it would drop). */
-int gc_unconvert_all(void);
 /* Completes a write-like call that returned @n on a descriptor whose entry
  * was @token (gc_fd_token) before the call. */
 ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra);
