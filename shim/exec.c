@@ -10,6 +10,7 @@
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -347,4 +348,41 @@ GC_EXPORT FILE *popen(const char *cmd, const char *mode)
 		return REAL_OR_NEXT(popen)(cmd, mode);
 	GC_COUNT(popen);
 	AROUND_EXEC(FILE *, false, gc_real.popen(cmd, mode), NULL);
+}
+
+/* clone: a child that shares the descriptor table but not the memory
+ * (CLONE_FILES without CLONE_VM) writes through descriptors its library
+ * never saw converted; one that shares the memory but not the table
+ * (CLONE_VM without CLONE_FILES, not a vfork) reads the other's entries
+ * for its own numbers, and drops them as stale. So before such a clone
+ * every converted descriptor gets its real O_SYNC/O_DSYNC back and no
+ * open converts any more, in both. Fails closed. The raw clone and clone3
+ * system calls are not seen (docs/limitations.md). */
+static bool clone_splits(int flags)
+{
+	if (flags & CLONE_FILES)
+		return !(flags & CLONE_VM);
+	return (flags & CLONE_VM) && !(flags & CLONE_VFORK);
+}
+
+GC_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	void *ptid, *tls, *ctid;
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	ptid = va_arg(ap, void *);
+	tls = va_arg(ap, void *);
+	ctid = va_arg(ap, void *);
+	va_end(ap);
+	if (likely(gc_init())) {
+		GC_COUNT(clone);
+		if (unlikely(clone_splits(flags)) &&
+		    (r = gc_osync_stop("a process that shares the descriptor table is refused")) < 0) {
+			errno = -r;
+			return -1;
+		}
+	}
+	return REAL_OR_NEXT(clone)(fn, stack, flags, arg, ptid, tls, ctid);
 }

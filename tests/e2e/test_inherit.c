@@ -233,3 +233,29 @@ Test(inherit, no_conversion_where_nothing_is_shared)
 
 	bare_and_library("otherfs", want, "otherfs=unavailable");
 }
+
+/* Two processes made by clone with one descriptor table and two memories
+ * (CLONE_FILES), or one memory and two tables (CLONE_VM): neither library
+ * knows the other's descriptors. The library once converted an O_DSYNC
+ * open in one, and the other wrote through it with no sync (or, sharing
+ * the memory, dropped the entry for its own reuse of the number). Now
+ * such a clone gives every conversion back first and stops converting:
+ * the writer's description is O_DSYNC in the kernel's word, as bare. */
+Test(inherit, processes_sharing_a_descriptor_table_keep_the_flag)
+{
+	static const char *const modes[] = { "parent", "child", "vm" };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		const char *argv[] = { e2e_prog("clonefiles"), e2e_dir(), modes[i], NULL };
+		struct e2e_run bare, gc;
+
+		e2e_run(&bare, PRE_NONE, NULL, 30, argv);
+		e2e_expect_ok(&bare, "bare");
+		cr_expect_str_eq(bare.out, "dsync=1 wrote=4096\n", "bare %s: %s", modes[i], bare.err);
+		e2e_run(&gc, PRE_GC, NULL, 30, argv);
+		e2e_expect_ok(&gc, "libgc");
+		cr_expect_str_eq(gc.out, bare.out, "libgc %s: %s", modes[i], gc.err);
+		e2e_run_free(&bare);
+		e2e_run_free(&gc);
+	}
+}

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
@@ -46,6 +48,12 @@ static long check(long r, const char *what)
 
 extern int __dprintf_chk(int, int, const char *, ...);
 extern int __vdprintf_chk(int, int, const char *, va_list);
+
+static int clone_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
 
 static int vdprintf_of(int fd, const char *fmt, ...)
 {
@@ -251,6 +259,13 @@ int main(int argc, char **argv)
 			failures++;
 		} else {
 			pclose(f);
+		}
+		{
+			static char stack[64 * 1024];
+
+			pid = clone(clone_child, stack + sizeof(stack), SIGCHLD, NULL);
+			if (CHECK(pid) > 0)
+				waitpid(pid, &st, 0);
 		}
 		{
 			/* dprintf and friends, at the plain file's far end */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* clonefiles DIR parent|child|vm: two processes that share one descriptor
+ * table (clone with CLONE_FILES and without CLONE_VM: each has its own
+ * memory, so neither library sees what the other opens). After the
+ * clone, one of them (the one named) opens DIR/f O_DSYNC and passes its
+ * number through a pipe; the other writes 4 KiB through it and prints
+ * what the kernel's description says (/proc/self/fdinfo: whether it is
+ * O_DSYNC, so that the write was synchronous) and what the write
+ * returned: "dsync=1 wrote=4096" as bare.
+ * vm: the other way round, one memory and two tables (CLONE_VM without
+ * CLONE_FILES). The parent opens DIR/f O_DSYNC before the clone; the
+ * child closes that number and opens a plain file there, then exits; the
+ * parent writes through its own descriptor and prints the same. */
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int p[2];
+static const char *dir;
+
+static int dsync_flag(int fd)
+{
+	char path[64], line[256];
+	unsigned int flags;
+	int found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "flags: %o", &flags) == 1)
+			found = (flags & O_DSYNC) != 0;
+	fclose(f);
+	return found;
+}
+
+static int opener(void)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (fd < 0 || write(p[1], &fd, sizeof(fd)) != sizeof(fd))
+		return perror("clonefiles: open"), 1;
+	return 0;
+}
+
+static int writer(void)
+{
+	static char buf[4096];
+	char line[64];
+	ssize_t w;
+	int fd, n;
+
+	if (read(p[0], &fd, sizeof(fd)) != sizeof(fd))
+		return perror("clonefiles: read"), 1;
+	memset(buf, 'w', sizeof(buf));
+	w = write(fd, buf, sizeof(buf));
+	n = snprintf(line, sizeof(line), "dsync=%d wrote=%zd\n", dsync_flag(fd), w);
+	return write(1, line, (size_t)n) == n ? 0 : 1;
+}
+
+static int child_opens(void *arg)
+{
+	(void)arg;
+	return opener();
+}
+
+/* vm: runs in the parent's memory while the parent waits for it; takes
+ * the number from the pipe and puts it back */
+static int child_reuses(void *arg)
+{
+	char path[4096];
+	int fd;
+
+	(void)arg;
+	if (read(p[0], &fd, sizeof(fd)) != sizeof(fd))
+		return 1;
+	snprintf(path, sizeof(path), "%s/g", dir);
+	close(fd);
+	if (open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) != fd)
+		return 1;
+	return write(p[1], &fd, sizeof(fd)) == sizeof(fd) ? 0 : 1;
+}
+
+static int child_writes(void *arg)
+{
+	(void)arg;
+	return writer();
+}
+
+int main(int argc, char **argv)
+{
+	size_t size = 256 * 1024;
+	char *stack = malloc(size);
+	int parent, st, r;
+	pid_t pid;
+
+	if (argc != 3 || !stack || pipe(p))
+		return 2;
+	dir = argv[1];
+	if (!strcmp(argv[2], "vm")) {
+		if (opener() || (pid = clone(child_reuses, stack + size, CLONE_VM | SIGCHLD, NULL)) < 0)
+			return perror("clonefiles: vm"), 1;
+		if (waitpid(pid, &st, __WALL) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			return fprintf(stderr, "clonefiles: child failed\n"), 1;
+		return writer();
+	}
+	parent = !strcmp(argv[2], "parent");
+	fflush(NULL);
+	pid = clone(parent ? child_writes : child_opens, stack + size, CLONE_FILES | SIGCHLD, NULL);
+	if (pid < 0)
+		return perror("clonefiles: clone"), 1;
+	r = parent ? opener() : writer();
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return fprintf(stderr, "clonefiles: child failed\n"), 1;
+	return r;
+}
