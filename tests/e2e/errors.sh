@@ -8,6 +8,8 @@
 # descriptors (LIBGC_OSYNC=keep) left alone, and a seccomp filter that
 # kills at cachestat(2), which only the limiter would call. ERRORS_LIB=PATH runs it against
 # another build of the library (the old code, to see what it catches).
+# It runs as two parts side by side, each on a slow disk of its own (their
+# time is the disk's writes), and prints their lines in order.
 set -eu
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -15,7 +17,6 @@ SD=$PWD/tests/slowdisk/slowdisk
 PROG=$PWD/build/tests/e2e/progs/errseq
 NOCS=$PWD/build/tests/e2e/progs/nocachestat
 LIB=${ERRORS_LIB:-$PWD/build/libgc.so}
-NAME=errors-$$
 KB=4096		# each scenario's file: 4 MiB, written in 256 KiB calls
 MANY=65		# files of the many-files scenario (one more than a table of 64)
 MANY_KB=192
@@ -71,28 +72,31 @@ for f in "$PROG" "$NOCS" "$LIB" "$GCRUN" "${SLOWDISKD:-build/tests/slowdisk/slow
 	fi
 done
 
-WORK=$(mktemp -d)
-cleanup() {
-	timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+TOP=$(mktemp -d)
+trap 'rm -rf "$TOP"' EXIT
 trap 'exit 130' INT TERM
 
 . tests/tap.sh
 
-# Writes can be slow (50 MB/s) so that the limiter really waits; a 1 ms flush.
-out=$(sd up --name "$NAME" --size-mb 512 --flush-us 1000 --write-mbps 50 2>&1) || {
-	rc=$?
-	[ $rc -ne 77 ] || skip_all "$(tail -n 1 <<<"$out")"
-	for i in $(seq "$T"); do
-		echo "not ok $i - writeback errors # slowdisk up: $(tail -n 1 <<<"$out")"
-	done
-	exit 1
+# part_up K: part K's disk, its mount point in $M. Writes can be slow (50
+# MB/s) so that the limiter really waits; a 1 ms flush. Prints "SKIPALL
+# reason" or "FAILALL reason" and fails where it cannot come up.
+part_up() {
+	local out rc=0
+	NAME=errors-$$-$1
+	WORK=$TOP/$1
+	mkdir -p "$WORK"
+	trap 'timeout 120 bash "$SD" down --name "$NAME" >/dev/null 2>&1' EXIT
+	out=$(sd up --name "$NAME" --size-mb 512 --flush-us 1000 --write-mbps 50 2>&1) || rc=$?
+	if [ $rc -ne 0 ]; then
+		[ $rc -eq 77 ] && echo "SKIPALL $(tail -n 1 <<<"$out")" ||
+			echo "FAILALL slowdisk up: $(tail -n 1 <<<"$out")"
+		return 1
+	fi
+	M=$(tail -n 1 <<<"$out")
+	# the intent log of the intent modes, on the disk itself
+	"$GCRUN" --intent-init "$M/.libgc-intent" --size 64m >/dev/null
 }
-M=$(tail -n 1 <<<"$out")
-# the intent log of the intent modes, on the disk itself
-"$GCRUN" --intent-init "$M/.libgc-intent" --size 64m >/dev/null
 
 # run MODE CMD...: bare, or under libgc with MODE's settings.
 run() {
@@ -161,116 +165,139 @@ bare_want() {
 	esac
 }
 
-for scn in "${SCENARIOS[@]}"; do
-	want=$(scenario "$scn" bare 2>"$WORK/err") || want="failed: $(tail -n 3 "$WORK/err")"
-	if [ "$want" = "$(bare_want "$scn")" ]; then
-		ok "$scn bare: $want"
-	else
-		not_ok "$scn bare: \"$want\", expected \"$(bare_want "$scn")\"" \
-			"the fault did not show, or this kernel reports errors otherwise"
-	fi
-	modes=("${MODES[@]}")
-	[ "$scn" != dsync ] || modes+=(keep)
-	for mode in "${modes[@]}"; do
-		[ "$scn" != dsync ] || [ "$mode" != auto10 ] || continue # keep's turn
-		got=$(scenario "$scn" "$mode" 2>"$WORK/err") ||
-			got="failed: $(tail -n 3 "$WORK/err")"
-		if [ "$got" = "$want" ]; then
-			ok "$scn under libgc ($(label "$mode")): as bare"
+# scenarios SCN...: each bare, then under every setting.
+scenarios() {
+	for scn in "$@"; do
+		want=$(scenario "$scn" bare 2>"$WORK/err") || want="failed: $(tail -n 3 "$WORK/err")"
+		if [ "$want" = "$(bare_want "$scn")" ]; then
+			ok "$scn bare: $want"
 		else
-			not_ok "$scn under libgc ($(label "$mode")): \"$got\", bare \"$want\""
+			not_ok "$scn bare: \"$want\", expected \"$(bare_want "$scn")\"" \
+				"the fault did not show, or this kernel reports errors otherwise"
 		fi
+		modes=("${MODES[@]}")
+		[ "$scn" != dsync ] || modes+=(keep)
+		for mode in "${modes[@]}"; do
+			[ "$scn" != dsync ] || [ "$mode" != auto10 ] || continue # keep's turn
+			got=$(scenario "$scn" "$mode" 2>"$WORK/err") ||
+				got="failed: $(tail -n 3 "$WORK/err")"
+			if [ "$got" = "$want" ]; then
+				ok "$scn under libgc ($(label "$mode")): as bare"
+			else
+				not_ok "$scn under libgc ($(label "$mode")): \"$got\", bare \"$want\""
+			fi
+		done
 	done
+}
+
+# the limiter's own hazards, after the scenarios of part 2
+hazards() {
+
+	# A program that writes and never syncs, traced from outside: whatever the
+	# limiter does is its own, and it may only start writeback
+	# (sync_file_range with WRITE alone). A wait flag, an fsync or an fdatasync
+	# would take the file's writeback errors from the program (DESIGN rule 8).
+	for mode in "${TRACED[@]}"; do
+		if ! command -v strace >/dev/null; then
+			ok "traced writer ($(label "$mode")) # SKIP needs strace"
+			continue
+		fi
+		f=$M/traced
+		rm -f "$f"
+		"$PROG" prep "$f" $KB >/dev/null
+		senv=(-E "LD_PRELOAD=$LIB")
+		for e in $(mode_env "$mode"); do senv+=(-E "$e"); done
+		cmd=("$PROG" write "$f" $KB)
+		[ "$mode" != paced ] || cmd=("$NOCS" "${cmd[@]}")
+		rm -f "$WORK/st"
+		if ! o=$(timeout 120 strace -f -qq -o "$WORK/st" -e trace=sync_file_range,fsync,fdatasync \
+			"${senv[@]}" "${cmd[@]}" 2>&1); then
+			not_ok "traced writer ($(label "$mode")): did not run" "$o"
+			continue
+		fi
+		started=$(grep -c 'sync_file_range(.*, SYNC_FILE_RANGE_WRITE)' "$WORK/st" || true)
+		bad=$(grep -E 'SYNC_FILE_RANGE_WAIT|fsync\(|fdatasync\(' "$WORK/st" || true)
+		if [ -n "$bad" ]; then
+			not_ok "traced writer ($(label "$mode")): $(wc -l <<<"$bad") calls that wait or sync" \
+				"$(head -n 3 <<<"$bad")"
+		elif [ "$mode" != auto ] && [ "$started" -eq 0 ]; then
+			not_ok "traced writer ($(label "$mode")): the limiter started no writeback" \
+				"$(head -n 3 "$WORK/st")"
+		else
+			ok "traced writer ($(label "$mode")): $started writeback starts, no wait, no sync"
+		fi
+		rm -f "$f"
+	done
+
+	# The limiter still limits a fork child's writes through a descriptor that
+	# another thread streamed through at the fork (its slot lock held then),
+	# and a descriptor whose streaming writer was cancelled in its waits.
+	for what in forklock cancellock; do
+		f=$M/$what
+		rm -f "$f"
+		o=$(run 64k "$PROG" "$what" "$f" 2>&1) || o="failed: $o"
+		if grep -q 'stuck=0$' <<<"$o"; then
+			ok "$what under libgc (LIBGC_DIRTY=64k): $o"
+		elif [ "$o" = "no cachestat" ]; then
+			ok "$what # SKIP needs cachestat(2) to look from outside"
+		else
+			not_ok "$what under libgc (LIBGC_DIRTY=64k): the limiter's slot stayed locked" "$o"
+		fi
+		rm -f "$f"
+	done
+
+	# A real O_DSYNC descriptor (LIBGC_OSYNC=keep) is not limited: its writes
+	# are written back by the kernel already.
+	f=$M/keep
+	rm -f "$f"
+	"$PROG" prep "$f" 1024 >/dev/null
+	o=$(run keep env LIBGC_REPORT=kv,all "$PROG" dsync "$f" 1024 2>&1) || true
+	started=$(grep 'libgc: pid=' <<<"$o" | kv dirty_started)
+	if [ "${started:-x}" = 0 ]; then
+		ok "LIBGC_OSYNC=keep: the O_DSYNC descriptor's writes not limited"
+	else
+		not_ok "LIBGC_OSYNC=keep: the limiter started writeback ${started:-?} times on O_DSYNC" "$o"
+	fi
+
+	# A seccomp filter that kills the process at cachestat(2), which the
+	# program never calls (an allow-list that does not know it: systemd before
+	# 255 without SystemCallErrorNumber=): in force from exec, and put on by
+	# the program between two streams of writes. The limiter must not make the
+	# call, and the program runs as bare.
+	for how in exec sandbox; do
+		f=$M/seccomp
+		rm -f "$f"
+		"$PROG" prep "$f" $KB >/dev/null
+		if [ "$how" = exec ]; then
+			cmd=("$NOCS" --kill "$PROG" write "$f" $KB)
+		else
+			cmd=("$PROG" sandbox "$f" $KB)
+		fi
+		want=$(run bare "${cmd[@]}" 2>&1) || want="failed ($?): $want"
+		got=$(run 64k "${cmd[@]}" 2>&1) || got="failed ($?): $got"
+		if [ "$want" != wrote ]; then
+			not_ok "seccomp filter ($how): bare \"$want\"" "the filter or the program failed"
+		elif [ "$got" = "$want" ]; then
+			ok "seccomp filter that kills at cachestat ($how) under libgc (LIBGC_DIRTY=64k): as bare"
+		else
+			not_ok "seccomp filter that kills at cachestat ($how) under libgc (LIBGC_DIRTY=64k): \"$got\", bare \"$want\""
+		fi
+		rm -f "$f"
+	done
+}
+
+half=$(( (${#SCENARIOS[@]} + 1) / 2 ))
+(part_up 1 && scenarios "${SCENARIOS[@]:0:$half}") >"$TOP/1.tap" 2>&1 &
+(part_up 2 && { scenarios "${SCENARIOS[@]:$half}"; hazards; }) >"$TOP/2.tap" 2>&1 &
+wait
+r=$(sed -n 's/^SKIPALL //p' "$TOP/1.tap" "$TOP/2.tap" | head -n 1)
+[ -z "$r" ] || skip_all "$r"
+for k in 1 2; do
+	r=$(sed -n 's/^FAILALL //p' "$TOP/$k.tap")
+	[ -z "$r" ] || echo "# part $k: $r"
+	tap_relay <"$TOP/$k.tap"
 done
-
-# A program that writes and never syncs, traced from outside: whatever the
-# limiter does is its own, and it may only start writeback
-# (sync_file_range with WRITE alone). A wait flag, an fsync or an fdatasync
-# would take the file's writeback errors from the program (DESIGN rule 8).
-for mode in "${TRACED[@]}"; do
-	if ! command -v strace >/dev/null; then
-		ok "traced writer ($(label "$mode")) # SKIP needs strace"
-		continue
-	fi
-	f=$M/traced
-	rm -f "$f"
-	"$PROG" prep "$f" $KB >/dev/null
-	senv=(-E "LD_PRELOAD=$LIB")
-	for e in $(mode_env "$mode"); do senv+=(-E "$e"); done
-	cmd=("$PROG" write "$f" $KB)
-	[ "$mode" != paced ] || cmd=("$NOCS" "${cmd[@]}")
-	rm -f "$WORK/st"
-	if ! o=$(timeout 120 strace -f -qq -o "$WORK/st" -e trace=sync_file_range,fsync,fdatasync \
-		"${senv[@]}" "${cmd[@]}" 2>&1); then
-		not_ok "traced writer ($(label "$mode")): did not run" "$o"
-		continue
-	fi
-	started=$(grep -c 'sync_file_range(.*, SYNC_FILE_RANGE_WRITE)' "$WORK/st" || true)
-	bad=$(grep -E 'SYNC_FILE_RANGE_WAIT|fsync\(|fdatasync\(' "$WORK/st" || true)
-	if [ -n "$bad" ]; then
-		not_ok "traced writer ($(label "$mode")): $(wc -l <<<"$bad") calls that wait or sync" \
-			"$(head -n 3 <<<"$bad")"
-	elif [ "$mode" != auto ] && [ "$started" -eq 0 ]; then
-		not_ok "traced writer ($(label "$mode")): the limiter started no writeback" \
-			"$(head -n 3 "$WORK/st")"
-	else
-		ok "traced writer ($(label "$mode")): $started writeback starts, no wait, no sync"
-	fi
-	rm -f "$f"
-done
-
-# The limiter still limits a fork child's writes through a descriptor that
-# another thread streamed through at the fork (its slot lock held then),
-# and a descriptor whose streaming writer was cancelled in its waits.
-for what in forklock cancellock; do
-	f=$M/$what
-	rm -f "$f"
-	o=$(run 64k "$PROG" "$what" "$f" 2>&1) || o="failed: $o"
-	if grep -q 'stuck=0$' <<<"$o"; then
-		ok "$what under libgc (LIBGC_DIRTY=64k): $o"
-	elif [ "$o" = "no cachestat" ]; then
-		ok "$what # SKIP needs cachestat(2) to look from outside"
-	else
-		not_ok "$what under libgc (LIBGC_DIRTY=64k): the limiter's slot stayed locked" "$o"
-	fi
-	rm -f "$f"
-done
-
-# A real O_DSYNC descriptor (LIBGC_OSYNC=keep) is not limited: its writes
-# are written back by the kernel already.
-f=$M/keep
-rm -f "$f"
-"$PROG" prep "$f" 1024 >/dev/null
-o=$(run keep env LIBGC_REPORT=kv,all "$PROG" dsync "$f" 1024 2>&1) || true
-started=$(grep 'libgc: pid=' <<<"$o" | kv dirty_started)
-if [ "${started:-x}" = 0 ]; then
-	ok "LIBGC_OSYNC=keep: the O_DSYNC descriptor's writes not limited"
-else
-	not_ok "LIBGC_OSYNC=keep: the limiter started writeback ${started:-?} times on O_DSYNC" "$o"
-fi
-
-# A seccomp filter that kills the process at cachestat(2), which the
-# program never calls (an allow-list that does not know it: systemd before
-# 255 without SystemCallErrorNumber=): in force from exec, and put on by
-# the program between two streams of writes. The limiter must not make the
-# call, and the program runs as bare.
-for how in exec sandbox; do
-	f=$M/seccomp
-	rm -f "$f"
-	"$PROG" prep "$f" $KB >/dev/null
-	if [ "$how" = exec ]; then
-		cmd=("$NOCS" --kill "$PROG" write "$f" $KB)
-	else
-		cmd=("$PROG" sandbox "$f" $KB)
-	fi
-	want=$(run bare "${cmd[@]}" 2>&1) || want="failed ($?): $want"
-	got=$(run 64k "${cmd[@]}" 2>&1) || got="failed ($?): $got"
-	if [ "$want" != wrote ]; then
-		not_ok "seccomp filter ($how): bare \"$want\"" "the filter or the program failed"
-	elif [ "$got" = "$want" ]; then
-		ok "seccomp filter that kills at cachestat ($how) under libgc (LIBGC_DIRTY=64k): as bare"
-	else
-		not_ok "seccomp filter that kills at cachestat ($how) under libgc (LIBGC_DIRTY=64k): \"$got\", bare \"$want\""
-	fi
-	rm -f "$f"
+# a part that died or could not come up left lines out
+while [ "$n" -lt "$T" ]; do
+	not_ok "writeback errors: a line of a part that did not finish (see above)"
 done
