@@ -208,22 +208,34 @@ Test(startup, a_first_sync_runs_in_the_first_window)
 {
 	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "sync", "syncs=3", "stream",
 			       "text", NULL };
-	struct e2e_run r;
-	long rss = -1, size = -1;
-	const char *p;
+	const char *lib = libgc_small_pages();
+	char seen[128] = "";
+	long rss = -1, size = -1, best = -1;
 
-	e2e_run(&r, libgc_small_pages(), NULL, 60, argv);
-	e2e_expect_ok(&r, "nosync sync stream text");
-	p = strstr(r.out, "libtext=");
-	cr_assert(p && sscanf(p, "libtext=%ld of %ld", &rss, &size) == 2, "no libtext line: %s",
-		  r.out);
+	/* A function newly on the path runs in every process; a rare path
+	 * (a peer's segment met in a state this one's first sync must
+	 * repair) in one of many. Up to three processes: the least wins. */
+	for (int i = 0; i < 3 && (best < 0 || best > 64); i++) {
+		struct e2e_run r;
+		const char *p;
+		size_t k = strlen(seen);
+
+		e2e_run(&r, lib, NULL, 60, argv);
+		e2e_expect_ok(&r, "nosync sync stream text");
+		p = strstr(r.out, "libtext=");
+		cr_assert(p && sscanf(p, "libtext=%ld of %ld", &rss, &size) == 2,
+			  "no libtext line: %s", r.out);
+		snprintf(seen + k, sizeof(seen) - k, "%s%ld", k ? ", " : "", rss);
+		if (best < 0 || rss < best)
+			best = rss;
+		e2e_run_free(&r);
+	}
 	cr_expect_gt(size, 64, "the library's code is %ld KiB", size);
-	cr_expect_leq(rss, 64,
-		      "%ld KiB of the library's %ld KiB of code mapped: a function now on the "
+	cr_expect_leq(best, 64,
+		      "%s KiB of the library's %ld KiB of code mapped: a function now on the "
 		      "first sync's path is missing from core/first.list (scripts/textorder.sh "
 		      "writes it), or the build is not the default -O2 one",
-		      rss, size);
-	e2e_run_free(&r);
+		      seen, size);
 }
 
 /* A filesystem's first sync asks the mount table for the disk under it
