@@ -20,25 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kflags.h"
+
 static int p[2];
 static const char *dir;
-
-static int dsync_flag(int fd)
-{
-	char path[64], line[256];
-	unsigned int flags;
-	int found = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "flags: %o", &flags) == 1)
-			found = (flags & O_DSYNC) != 0;
-	fclose(f);
-	return found;
-}
 
 static int opener(void)
 {
@@ -63,7 +48,7 @@ static int writer(void)
 		return perror("clonefiles: read"), 1;
 	memset(buf, 'w', sizeof(buf));
 	w = write(fd, buf, sizeof(buf));
-	n = snprintf(line, sizeof(line), "dsync=%d wrote=%zd\n", dsync_flag(fd), w);
+	n = snprintf(line, sizeof(line), "dsync=%d wrote=%zd\n", kernel_dsync(fd), w);
 	return write(1, line, (size_t)n) == n ? 0 : 1;
 }
 

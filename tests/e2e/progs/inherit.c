@@ -191,14 +191,6 @@ static int spawn(void)
 
 /* --- pass: a converted descriptor sent over a unix socket (SCM_RIGHTS) */
 
-/* The kernel's word on @fd's description: O_DSYNC in /proc/self/fdinfo. */
-static int kernel_dsync(int fd)
-{
-	int fl = kernel_flags(fd);
-
-	return fl < 0 ? -1 : (fl & O_DSYNC) ? 1 : 0;
-}
-
 /* Sends @fd over @sock by sendmsg (@mm false) or sendmmsg: 0 or -1. */
 static int send_fd(int sock, int fd, bool mm)
 {

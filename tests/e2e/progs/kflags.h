@@ -4,6 +4,7 @@
  * library's (it shows a converted O_SYNC/O_DSYNC as asked). */
 #ifndef GC_E2E_KFLAGS_H
 #define GC_E2E_KFLAGS_H
+#include <fcntl.h>
 #include <stdio.h>
 
 /* -1 when fdinfo cannot be read */
@@ -22,5 +23,13 @@ static inline int kernel_flags(int fd)
 			break;
 	fclose(f);
 	return (int)fl;
+}
+
+/* The kernel's word on @fd's description: 1 if O_DSYNC, 0 if not, -1. */
+static inline int kernel_dsync(int fd)
+{
+	int fl = kernel_flags(fd);
+
+	return fl < 0 ? -1 : (fl & O_DSYNC) ? 1 : 0;
 }
 #endif

@@ -20,6 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kflags.h"
+
 static int plain = -1, dsync = -1;
 static long wrote_plain, wrote_dsync;
 static int prctl_errno;
@@ -45,24 +47,6 @@ static void *strict_thread(void *arg)
 			wrote_dsync += n;
 	syscall(SYS_exit, 0); /* glibc's thread exit calls more */
 	return NULL;
-}
-
-/* The O_DSYNC bit of @fd's description, from the kernel's own fdinfo. */
-static int dsync_flag(int fd)
-{
-	char path[64], line[256];
-	unsigned int flags;
-	int found = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "flags: %o", &flags) == 1)
-			found = (flags & O_DSYNC) != 0;
-	fclose(f);
-	return found;
 }
 
 int main(int argc, char **argv)
@@ -95,7 +79,7 @@ int main(int argc, char **argv)
 	if (wrote_plain < 0)
 		return fprintf(stderr, "strict: prctl: %s\n", strerror(prctl_errno)), 1;
 	if (warm)
-		printf("plain=%ld dsync=%ld flag=%d\n", wrote_plain, wrote_dsync, dsync_flag(dsync));
+		printf("plain=%ld dsync=%ld flag=%d\n", wrote_plain, wrote_dsync, kernel_dsync(dsync));
 	else
 		printf("plain=%ld dsync=- flag=-\n", wrote_plain);
 	return 0;
