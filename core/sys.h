@@ -90,8 +90,7 @@ extern struct gc_sys gc_sys;
 extern __thread int gc_depth;
 /* Set once this thread entered seccomp's strict mode (the shim saw its
  * prctl succeed): from then on it may call read, write and exit only, and
- * anything else kills the process, so the library makes no call of its own
- * in it. */
+ * anything else kills it, so the library makes no call of its own there. */
 extern __thread bool gc_strict;
 
 /*

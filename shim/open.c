@@ -1062,7 +1062,8 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
 }
 
 /* Writes that go round the wrappers (an io_uring's, a thread's in
- * seccomp's strict mode) would reach a converted descriptor without its
+ * seccomp's strict mode, a process's that shares the descriptors and not
+ * the library's table) would reach a converted descriptor without its
  * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
  * no open converts any more. One that cannot (record locks held) stays
  * converted, said on stderr. */
