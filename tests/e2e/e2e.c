@@ -263,6 +263,16 @@ void e2e_expect_ok(const struct e2e_run *r, const char *what)
 		  r->err);
 }
 
+void e2e_run_as_bare(struct e2e_run *bare, struct e2e_run *gc, const char *const *env,
+		     const char *const *argv, const char *what)
+{
+	e2e_run(bare, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(bare, "bare");
+	e2e_run(gc, PRE_GC, env, 30, argv);
+	e2e_expect_ok(gc, "libgc");
+	cr_expect_str_eq(gc->out, bare->out, "libgc %s: %s%s", what, gc->out, gc->err);
+}
+
 /* The line of @pid, or each line in turn when @pid is 0. */
 bool e2e_report_get(const char *text, int pid, const char *key,
 		    unsigned long long *val)

@@ -61,6 +61,11 @@ void e2e_run(struct e2e_run *r, const char *stack, const char *const *env,
 void e2e_run_free(struct e2e_run *r);
 /* Asserts a clean exit 0 (prints output otherwise). */
 void e2e_expect_ok(const struct e2e_run *r, const char *what);
+/* The differential run: @argv bare into @bare, then under the library
+ * (with @env) into @gc; both exit 0 and the library's stdout is bare's.
+ * The caller checks what bare must have said, and frees both. */
+void e2e_run_as_bare(struct e2e_run *bare, struct e2e_run *gc, const char *const *env,
+		     const char *const *argv, const char *what);
 
 /* Exit report ("libgc: pid=N key=value ..."): value of @key on the line of
  * @pid (0: summed over all lines). Returns false when the key is absent. */

@@ -249,12 +249,8 @@ Test(inherit, processes_sharing_a_descriptor_table_keep_the_flag)
 		const char *argv[] = { e2e_prog("clonefiles"), e2e_dir(), modes[i], NULL };
 		struct e2e_run bare, gc;
 
-		e2e_run(&bare, PRE_NONE, NULL, 30, argv);
-		e2e_expect_ok(&bare, "bare");
+		e2e_run_as_bare(&bare, &gc, NULL, argv, modes[i]);
 		cr_expect_str_eq(bare.out, "dsync=1 wrote=4096\n", "bare %s: %s", modes[i], bare.err);
-		e2e_run(&gc, PRE_GC, NULL, 30, argv);
-		e2e_expect_ok(&gc, "libgc");
-		cr_expect_str_eq(gc.out, bare.out, "libgc %s: %s", modes[i], gc.err);
 		e2e_run_free(&bare);
 		e2e_run_free(&gc);
 	}

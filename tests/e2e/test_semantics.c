@@ -363,13 +363,9 @@ Test(semantics, a_process_out_of_descriptors_syncs_as_bare)
 	static const char *const env[] = { "LIBGC_SHARE=user", NULL };
 	struct e2e_run bare, gc;
 
-	e2e_run(&bare, PRE_NONE, NULL, 30, argv);
-	e2e_expect_ok(&bare, "bare");
+	e2e_run_as_bare(&bare, &gc, env, argv, "lowfd");
 	cr_expect(strstr(bare.out, "fd=3 write=3 fsync=0 next=EMFILE"), "bare: %s%s", bare.out,
 		  bare.err);
-	e2e_run(&gc, PRE_GC, env, 30, argv);
-	e2e_expect_ok(&gc, "libgc");
-	cr_expect_str_eq(gc.out, bare.out, "libgc: %s%s", gc.out, gc.err);
 	cr_expect(!gc.err[0] || strstr(gc.err, "no descriptor free"), "stderr: %s", gc.err);
 	e2e_run_free(&bare);
 	e2e_run_free(&gc);
@@ -390,13 +386,9 @@ Test(semantics, a_thread_in_seccomp_strict_mode_runs_as_bare)
 		const char *argv[] = { e2e_prog("strict"), e2e_dir(), modes[i], NULL };
 		struct e2e_run bare, gc;
 
-		e2e_run(&bare, PRE_NONE, NULL, 30, argv);
-		e2e_expect_ok(&bare, "bare");
+		e2e_run_as_bare(&bare, &gc, NULL, argv, modes[i]);
 		cr_expect(strstr(bare.out, "plain=1048576 "), "bare %s: %s%s", modes[i], bare.out,
 			  bare.err);
-		e2e_run(&gc, PRE_GC, NULL, 30, argv);
-		e2e_expect_ok(&gc, "libgc");
-		cr_expect_str_eq(gc.out, bare.out, "libgc %s: %s%s", modes[i], gc.out, gc.err);
 		e2e_run_free(&bare);
 		e2e_run_free(&gc);
 	}
