@@ -477,7 +477,8 @@ void gc_own_clear(int fd)
 {
 	int i;
 
-	if (!gc_own_is(fd))
+	/* a vfork child's dup2 replaces its own copy: ours stays the parent's */
+	if (!gc_own_is(fd) || !gc_self_exact())
 		return;
 	own_lock_take();
 	for (i = 0; i < GC_OWN_FDS; i++) {

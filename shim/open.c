@@ -442,12 +442,20 @@ GC_EXPORT int creat64(const char *path, mode_t mode)
 	return new_number(gc_real.creat64(path, mode));
 }
 
+/* A number with an entry, in the process the table belongs to: not in a
+ * child sharing its parent's memory (vfork, clone with CLONE_VM), whose
+ * close or dup2 of a number is its own table's, never its parent's. */
+static bool entry_mine(int fd)
+{
+	return gc_fd_token(fd) && gc_self_exact();
+}
+
 /* The swap lock, for a number with an entry only: exec preparation and
  * undo must not check the number on one side of this call and swap it on
  * the other. Everything else stays lock-free. */
 static bool swap_lock_if(int fd)
 {
-	return gc_fd_token(fd) && gc_self_exact() && gc_fd_swap_lock();
+	return entry_mine(fd) && gc_fd_swap_lock();
 }
 
 /* A descriptor the library keeps (core/sys.h): the program never had it,
@@ -468,7 +476,7 @@ static int close_own(int fd)
 GC_EXPORT int close(int fd)
 {
 	uint64_t token;
-	bool taken;
+	bool taken, mine;
 	int r, saved;
 
 	if (unlikely(!gc_init()))
@@ -476,10 +484,11 @@ GC_EXPORT int close(int fd)
 	GC_COUNT(close);
 	if (unlikely(gc_own_maybe(fd)) && close_own(fd))
 		return -1;
-	taken = swap_lock_if(fd);
+	mine = entry_mine(fd);
+	taken = mine && gc_fd_swap_lock();
 	/* Forget the entry only after the real close: until then another
 	 * thread's write through @fd must still be made durable. */
-	token = gc_fd_close_begin(fd);
+	token = mine ? gc_fd_close_begin(fd) : 0;
 	r = gc_real.close(fd);
 	saved = errno;
 	gc_fd_close_end(fd, token);
@@ -537,6 +546,8 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	if (first <= 2 && last >= 2)
 		gc_stderr_gone(2);
 	fd = gc_fd_next((int)(first > INT32_MAX ? INT32_MAX : first));
+	if (fd >= 0 && (unsigned)fd <= last && !gc_self_exact())
+		return close_range_around(first, last, flags); /* a vfork child's */
 	if (fd >= 0 && (unsigned)fd <= last)
 		taken = swap_lock_if(fd);
 	for (; fd >= 0 && (unsigned)fd <= last && n < CR_BATCH; fd = gc_fd_next(fd + 1)) {
@@ -687,7 +698,7 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 	conv = gc_fd_get(oldfd);
 	if (!conv) {
 		r = dup_real(k, oldfd, arg, flags);
-		if (r >= 0 && onto && oldfd != arg && gc_fd_get(arg)) {
+		if (r >= 0 && onto && oldfd != arg && entry_mine(arg)) {
 			saved = errno;
 			gc_fd_set(arg, 0);	/* now names a plain description */
 			errno = saved;

@@ -10,7 +10,12 @@
  * vm: the other way round, one memory and two tables (CLONE_VM without
  * CLONE_FILES). The parent opens DIR/f O_DSYNC before the clone; the
  * child closes that number and opens a plain file there, then exits; the
- * parent writes through its own descriptor and prints the same. */
+ * parent writes through its own descriptor and prints the same.
+ * vfork: the parent opens DIR/f and DIR/g O_DSYNC; a vfork child (the
+ * parent's memory, a copy of its table) closes the first and dup2()s 0
+ * onto the second, then exits; the parent writes 4 KiB through each and
+ * prints whether fcntl(F_GETFL) still shows O_DSYNC and what the writes
+ * returned: "getfl=1,1 wrote=4096,4096" as bare. */
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -81,6 +86,35 @@ static int child_writes(void *arg)
 	return writer();
 }
 
+static int vforked(void)
+{
+	static char buf[4096];
+	char path[4096];
+	int fd[2], st, i;
+	ssize_t w[2];
+	pid_t pid;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%c", dir, "fg"[i]);
+		fd[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+		if (fd[i] < 0)
+			return perror("clonefiles: open"), 1;
+	}
+	pid = vfork();
+	if (pid == 0) {
+		close(fd[0]);
+		dup2(0, fd[1]);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return fprintf(stderr, "clonefiles: vfork child failed\n"), 1;
+	for (i = 0; i < 2; i++)
+		w[i] = write(fd[i], buf, sizeof(buf));
+	printf("getfl=%d,%d wrote=%zd,%zd\n", !!(fcntl(fd[0], F_GETFL) & O_DSYNC),
+	       !!(fcntl(fd[1], F_GETFL) & O_DSYNC), w[0], w[1]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = 256 * 1024;
@@ -91,6 +125,8 @@ int main(int argc, char **argv)
 	if (argc != 3 || !stack || pipe(p))
 		return 2;
 	dir = argv[1];
+	if (!strcmp(argv[2], "vfork"))
+		return vforked();
 	if (!strcmp(argv[2], "vm")) {
 		if (opener() || (pid = clone(child_reuses, stack + size, CLONE_VM | SIGCHLD, NULL)) < 0)
 			return perror("clonefiles: vm"), 1;
