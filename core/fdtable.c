@@ -8,6 +8,8 @@
 #include <sched.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/sys.h"
 
@@ -83,6 +85,96 @@ static uint64_t entry_word(int fd)
 	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : 0;
 }
 
+/* ---- held descriptions ---------------------------------------------------
+ * Slot i: held_for[i] is the entry's number + 1 (0: free), claimed with a
+ * CAS; held_fd[i] the held number (-1: none), an int the own-descriptor
+ * registry watches (core/sys.h), so the program's close() of it fails
+ * with EBADF, its close_range() leaves it and its dup2() onto it moves it. */
+static int held_for[GC_FD_HELD];
+static int held_fd[GC_FD_HELD];
+static struct gc_once held_once;
+
+static void held_setup(void)
+{
+	int i;
+
+	for (i = 0; i < GC_FD_HELD; i++) {
+		__atomic_store_n(&held_fd[i], -1, __ATOMIC_RELAXED);
+		gc_own_keep(&held_fd[i]);
+	}
+}
+
+/* A slot for @fd, holding a new number for @src's description; -errno. */
+static int held_new(int fd, int src)
+{
+	int i, h, free_;
+
+	if (!gc_once(&held_once, held_setup))
+		return -EAGAIN;
+	for (i = 0; i < GC_FD_HELD; i++) {
+		free_ = 0;
+		if (!__atomic_compare_exchange_n(&held_for[i], &free_, fd + 1, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
+		h = (int)syscall(SYS_fcntl, src, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+		if (h < 0) {
+			h = -errno;
+			__atomic_store_n(&held_for[i], 0, __ATOMIC_RELEASE);
+			return h;
+		}
+		__atomic_store_n(&held_fd[i], h, __ATOMIC_RELEASE);
+		gc_own_lower(h);
+		return 0;
+	}
+	return -ENFILE;
+}
+
+/* @fd's entry goes: its held description too. */
+static void held_drop(int fd)
+{
+	int i, h;
+
+	for (i = 0; i < GC_FD_HELD; i++) {
+		if (__atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) != fd + 1)
+			continue;
+		h = __atomic_exchange_n(&held_fd[i], -1, __ATOMIC_ACQ_REL);
+		if (h >= 0)
+			syscall(SYS_close, h);
+		__atomic_store_n(&held_for[i], 0, __ATOMIC_RELEASE);
+	}
+}
+
+int gc_fd_held(int fd)
+{
+	int i;
+
+	for (i = 0; i < GC_FD_HELD; i++)
+		if (__atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) == fd + 1)
+			return __atomic_load_n(&held_fd[i], __ATOMIC_ACQUIRE);
+	return -1;
+}
+
+void gc_fd_unhold(int fd)
+{
+	held_drop(fd);
+}
+
+bool gc_fd_held_any(void)
+{
+	int i;
+
+	for (i = 0; i < GC_FD_HELD; i++)
+		if (__atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+int gc_fd_hold(int fd)
+{
+	held_drop(fd);
+	return held_new(fd, fd);
+}
+
 int gc_fd_get(int fd)
 {
 	return (int)(uint32_t)entry_word(fd);
@@ -98,8 +190,10 @@ int gc_fd_set(int fd, int sync_flags)
 		s = slot(fd, 0);
 		if (s)
 			__atomic_store_n(s, 0, __ATOMIC_RELEASE);
+		held_drop(fd);
 		return 0;
 	}
+	held_drop(fd);
 	s = slot(fd, 1);
 	if (!s)
 		return -ENOMEM;
@@ -147,14 +241,19 @@ uint64_t gc_fd_ino(int fd)
 	return s ? __atomic_load_n(s + CHUNK_SIZE, __ATOMIC_ACQUIRE) : 0;
 }
 
-void gc_fd_copy(int oldfd, int newfd)
+bool gc_fd_copy(int oldfd, int newfd)
 {
+	int h;
+
 	if (oldfd == newfd)
-		return;
+		return true;
 	/* Can only fail for an fd beyond the table or with no memory; the
 	 * caller then closes the copy rather than lose its sync semantics. */
-	if (gc_fd_set(newfd, gc_fd_get(oldfd)) == 0)
-		gc_fd_bind(newfd, gc_fd_ino(oldfd));
+	if (gc_fd_set(newfd, gc_fd_get(oldfd)) != 0)
+		return true;
+	gc_fd_bind(newfd, gc_fd_ino(oldfd));
+	h = gc_fd_held(oldfd);
+	return h < 0 || held_new(newfd, h) == 0;
 }
 
 uint64_t gc_fd_close_begin(int fd)
@@ -166,9 +265,9 @@ void gc_fd_close_end(int fd, uint64_t token)
 {
 	uint64_t *s = slot(fd, 0);
 
-	if (s && token)
-		__atomic_compare_exchange_n(s, &token, 0, 0, __ATOMIC_ACQ_REL,
-					    __ATOMIC_RELAXED);
+	if (s && token &&
+	    __atomic_compare_exchange_n(s, &token, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		held_drop(fd);
 }
 
 uint64_t gc_fd_token(int fd)
@@ -189,7 +288,8 @@ void gc_fd_clear_range(unsigned lo, unsigned hi)
 			fd |= CHUNK_SIZE - 1; /* skip the whole unmapped chunk */
 			continue;
 		}
-		__atomic_store_n(&c[fd & (CHUNK_SIZE - 1)], 0, __ATOMIC_RELEASE);
+		if (__atomic_exchange_n(&c[fd & (CHUNK_SIZE - 1)], 0, __ATOMIC_ACQ_REL))
+			held_drop((int)fd);
 	}
 }
 

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/sys.h"
+
 #define GC_FD_MAX (1 << 20)
 
 /* Sync flags the program asked for and the library removed (subset of
@@ -24,8 +26,31 @@ uint64_t gc_fd_ino(int fd);
  * (0: none). Lets a sync request find its domain's mode without fstat. */
 void gc_fd_hint_dev(int fd, uint64_t dev);
 uint64_t gc_fd_dev_hint(int fd);
-/* dup-style copy: @newfd now names @oldfd's description. */
-void gc_fd_copy(int oldfd, int newfd);
+/* dup-style copy: @newfd now names @oldfd's description. False when
+ * @oldfd has a held description and @newfd could not be given a copy of
+ * it (the caller then gives @newfd its real flag back). */
+bool gc_fd_copy(int oldfd, int newfd);
+/*
+ * The description the program opened with O_SYNC/O_DSYNC, held since its
+ * conversion at a number of the library's own (at or above the floor,
+ * close-on-exec, core/sys.h): nobody syncs it, so its error cursor stays
+ * where the program's open put it. When a converted description is handed
+ * back owing a writeback error (one it has not reported, which another
+ * description may have: seen, so a new description would never hear of
+ * it), the held one goes back instead and reports it. One per entry, at
+ * most GC_FD_HELD at once (no conversion beyond); closed when the entry
+ * goes (a close, a set, a range cleared).
+ */
+#define GC_FD_HELD GC_OWN_HELD
+/* Holds @fd's present description for its entry: before the swap. 0 or
+ * -errno (-ENFILE: all held). */
+int gc_fd_hold(int fd);
+/* The held number for @fd's entry, or -1. Read-only (a vfork child). */
+int gc_fd_held(int fd);
+/* Closes @fd's held description, if any (the entry stays). */
+void gc_fd_unhold(int fd);
+/* Whether any description is held now. */
+bool gc_fd_held_any(void);
 /* close protocol: mark before the real close, finish after it. A concurrent
  * open that reuses the number between the two steps keeps its own entry. */
 uint64_t gc_fd_close_begin(int fd);

@@ -446,6 +446,15 @@ bool gc_own_keep(int *where)
 	return ok;
 }
 
+void gc_own_lower(int fd)
+{
+	int m = __atomic_load_n(&gc_own_min, __ATOMIC_RELAXED);
+
+	while (fd < m && !__atomic_compare_exchange_n(&gc_own_min, &m, fd, 0, __ATOMIC_RELEASE,
+						      __ATOMIC_RELAXED))
+		;
+}
+
 void gc_own_drop(int *where)
 {
 	int i;

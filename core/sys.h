@@ -268,9 +268,12 @@ int gc_sys_fd_up(int fd);
  * them, and its dup2() or dup3() onto one's number first moves ours to
  * another number (*where follows). A raw system call is not seen.
  */
-#define GC_OWN_FDS 8
+#define GC_OWN_HELD 64		/* the held descriptions (core/fdtable.h) */
+#define GC_OWN_FDS (8 + GC_OWN_HELD)
 extern int gc_own_min;		/* the lowest kept number; INT_MAX: none */
 bool gc_own_keep(int *where);
+/* A kept int (gc_own_keep) now holds @fd: the fast check covers it. */
+void gc_own_lower(int fd);
 void gc_own_drop(int *where);
 static inline bool gc_own_maybe(int fd)
 {

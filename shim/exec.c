@@ -37,6 +37,8 @@ struct exec_save {
 		int fd;
 		int save;	/* the converted description, close-on-exec */
 		int keep;	/* the materialized one, close-on-exec */
+		bool held;	/* it is the held one: the converted one's error
+				 * was taken, so it never comes back */
 		uint64_t token;	/* @fd's entry when it was swapped */
 	} s[EXEC_SAVE_MAX];
 };
@@ -79,7 +81,7 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
 	if (x->n >= EXEC_SAVE_MAX) {
 		/* No room to remember it: it stays a real sync description,
 		 * only slower, and its entry goes. */
-		r = gc_materialize(fd, conv, NULL);
+		r = gc_materialize(fd, conv, NULL, NULL);
 		if (!r && x->self)
 			gc_fd_close_end(fd, token);
 		return r;
@@ -87,7 +89,7 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
 	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
 	if (save < 0)
 		return -errno;
-	r = gc_materialize(fd, conv, &keep);
+	r = gc_materialize(fd, conv, &keep, &x->s[x->n].held);
 	if (r < 0) {
 		syscall(SYS_close, save);
 		return r;
@@ -121,7 +123,7 @@ static void undo_one(struct exec_save *x, int i)
 {
 	int fd = x->s[i].fd, save = x->s[i].save, keep = x->s[i].keep, fdfl;
 	bool mine = !x->self || gc_fd_token(fd) == x->s[i].token;
-	bool still = mine && still_materialized(fd, keep);
+	bool still = mine && !x->s[i].held && still_materialized(fd, keep);
 
 	/* A lock taken meanwhile (by another thread, through any descriptor
 	 * of the file) would go with the dup3 or the closes: leave them. */

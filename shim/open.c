@@ -163,28 +163,71 @@ static int raw_fcntl(int fd, int cmd, long arg)
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
 }
 
+/* Does converted @fd owe the program a writeback error, which its held
+ * description (@held, the program's own, see core/fdtable.h) would report
+ * and a description opened now might not? Asked only where @held is that
+ * file's and still has its flag: the wait takes the error from @fd's
+ * description, which the swap is about to put away. */
+static bool owes_error(int fd, int held, int sync_flags)
+{
+	struct stat a, b;
+	int fl;
+
+	if (held < 0 || fstat(fd, &a) || fstat(held, &b) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return false;
+	fl = raw_fcntl(held, F_GETFL, 0);
+	if (fl < 0 || (fl & sync_flags) != sync_flags)
+		return false;
+	if (syscall(SYS_sync_file_range, fd, 0L, 0L, SYNC_FILE_RANGE_WAIT_BEFORE) == 0)
+		return false;
+	return errno != EINVAL && errno != ESPIPE && errno != EBADF && errno != ENOSYS &&
+	       errno != EPERM;
+}
+
 /* Only descriptors and raw calls: also runs in a vfork child. The caller
  * has ruled out record locks (the dup3 and the close of the reopened
  * description would drop this process's POSIX locks on the inode).
  * fcntl(F_SETFL) cannot add O_SYNC/O_DSYNC on Linux (they are not among
- * the flags it changes), so a reopen is the only way to get them back. */
-int gc_materialize(int fd, int sync_flags, int *keep)
+ * the flags it changes), so a reopen is the only way to get them back;
+ * or, where the converted description owes a writeback error, the held
+ * one the program opened (then *@held_back is set). */
+int gc_materialize(int fd, int sync_flags, int *keep, bool *held_back)
 {
 	char path[64];
-	int fl, fdfl, tmp, r, e;
+	int fl, fdfl, tmp, r, e, held = gc_fd_held(fd);
 	off_t off;
 
+	if (held_back)
+		*held_back = false;
 	fl = raw_fcntl(fd, F_GETFL, 0);
 	fdfl = raw_fcntl(fd, F_GETFD, 0);
 	if (fl < 0 || fdfl < 0)
 		return -errno;
 	off = lseek(fd, 0, SEEK_CUR);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	/* opened before the question: an error after it reaches this one */
 	tmp = (int)syscall(SYS_openat, AT_FDCWD, path,
 			   (fl & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | sync_flags |
 				   O_CLOEXEC | O_NOCTTY, 0);
-	if (tmp < 0)
+	if (tmp < 0 && (errno != EMFILE || keep))
 		return -errno;
+	if (owes_error(fd, held, sync_flags)) {
+		/* The held one itself where it need not stay open beside: the
+		 * caller's clearing of the entry closes its number (so a
+		 * process without a number free still gets it back). */
+		if (tmp >= 0)
+			syscall(SYS_close, tmp);
+		tmp = keep ? raw_fcntl(held, F_DUPFD_CLOEXEC, 0) : held;
+		if (tmp < 0)
+			return -errno;
+		/* the flags the program set since (O_APPEND, O_NONBLOCK...) */
+		raw_fcntl(tmp, F_SETFL, fl);
+		if (held_back)
+			*held_back = true;
+	} else if (tmp < 0) {
+		return -EMFILE;
+	}
 	if (off >= 0)
 		lseek(tmp, off, SEEK_SET);
 	r = (int)syscall(SYS_dup3, tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
@@ -193,7 +236,8 @@ int gc_materialize(int fd, int sync_flags, int *keep)
 		*keep = tmp;
 		return 0;
 	}
-	syscall(SYS_close, tmp);
+	if (tmp != held)
+		syscall(SYS_close, tmp);
 	return r < 0 ? -e : 0;
 }
 
@@ -263,7 +307,9 @@ static void convert_fd(int fd, int sync_flags)
 	fdfl = raw_fcntl(fd, F_GETFD, 0);
 	if (fdfl >= 0 && gc_fd_set(fd, sync_flags) == 0) {
 		gc_fd_bind(fd, (uint64_t)st.st_ino);
-		if (syscall(SYS_dup3, c, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		/* the program's description stays, held (core/fdtable.h) */
+		if (gc_fd_hold(fd) < 0 ||
+		    syscall(SYS_dup3, c, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 			gc_fd_set(fd, 0);
 		else
 			gc_stat_inc(osync_convert);
@@ -317,18 +363,35 @@ static int new_number(int r)
 	return r;
 }
 
+static bool fd_room(void);
+
+/* r = @call, made again when it failed with EMFILE and fd_room() made room:
+ * the descriptors the library holds never cost the program one it would
+ * have had bare. errno as bare. */
+#define WITH_ROOM(r, call)                                                          \
+	do {                                                                        \
+		int saved_ = errno;                                                 \
+		r = (call);                                                         \
+		if (unlikely(r < 0) && errno == EMFILE && fd_room()) {              \
+			errno = saved_;                                             \
+			r = (call);                                                 \
+		}                                                                   \
+	} while (0)
+
 static int open_common(enum open_variant v, int dirfd, const char *path, int flags,
 		       mode_t mode)
 {
 	uint64_t t;
 	int r;
 
-	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled)
-		return new_number(open_plain(v, dirfd, path, flags, mode));
+	if (likely(!gc_intent_on) || !(flags & O_TRUNC) || gc_disabled) {
+		WITH_ROOM(r, open_plain(v, dirfd, path, flags, mode));
+		return new_number(r);
+	}
 	/* an O_TRUNC open changes the file: counted, and a file with intent
 	 * records is checkpointed first */
 	t = gc_intent_meta_path(dirfd, path, flags & O_NOFOLLOW ? GC_INTENT_NOFOLLOW : 0);
-	r = open_plain(v, dirfd, path, flags, mode);
+	WITH_ROOM(r, open_plain(v, dirfd, path, flags, mode));
 	gc_intent_meta_done(t);
 	return new_number(r);
 }
@@ -427,19 +490,25 @@ GC_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 /* creat() cannot ask for O_SYNC: counted and passed through. */
 GC_EXPORT int creat(const char *path, mode_t mode)
 {
+	int r;
+
 	if (unlikely(!gc_init()))
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 	GC_COUNT(creat);
-	return new_number(gc_real.creat(path, mode));
+	WITH_ROOM(r, gc_real.creat(path, mode));
+	return new_number(r);
 }
 
 GC_EXPORT int creat64(const char *path, mode_t mode)
 {
+	int r;
+
 	if (unlikely(!gc_init()))
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE,
 				mode);
 	GC_COUNT(creat64);
-	return new_number(gc_real.creat64(path, mode));
+	WITH_ROOM(r, gc_real.creat64(path, mode));
+	return new_number(r);
 }
 
 /* A number with an entry, in the process the table belongs to: not in a
@@ -603,13 +672,16 @@ static int dup_track(int oldfd, int r)
 		return r;
 	if (r == 1 || r == 2)
 		return std_stream_copy(oldfd, r);
-	gc_fd_copy(oldfd, r);
-	if (gc_fd_get(r) != conv) {
-		/* The copy could not be tracked: it would lose O_SYNC. The
-		 * copy is the program's own: closing it drops nothing a bare
-		 * dup failure would have kept, except locks, checked first. */
-		int e = gc_fd_locks(r, false) ? -ENOLCK : gc_materialize(r, conv, NULL);
+	if (!gc_fd_copy(oldfd, r) || gc_fd_get(r) != conv) {
+		/* The copy could not be tracked (or given a held description):
+		 * it would lose O_SYNC. The copy is the program's own: closing
+		 * it drops nothing a bare dup failure would have kept, except
+		 * locks, checked first. The held lookup finds none for it: the
+		 * converted description keeps what it owes, for @oldfd. */
+		int e;
 
+		gc_fd_set(r, 0);
+		e = gc_fd_locks(r, false) ? -ENOLCK : gc_materialize(r, conv, NULL, NULL);
 		if (e < 0) {
 			gc_real.close(r);
 			errno = -e;
@@ -739,10 +811,13 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 
 GC_EXPORT int dup(int oldfd)
 {
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_dup, oldfd);
 	GC_COUNT(dup);
-	return new_number(dup_common(DK_DUP, oldfd, 0, 0));
+	WITH_ROOM(r, dup_common(DK_DUP, oldfd, 0, 0));
+	return new_number(r);
 }
 
 /* The program puts a descriptor at @newfd: one the library keeps there
@@ -811,7 +886,7 @@ static int setfd_common(int (*real)(int, int, ...), int fd, void *arg)
 		bool taken = gc_fd_swap_lock();
 
 		conv = gc_conv_checked(fd);
-		e = !conv ? 0 : gc_fd_locks(fd, true) ? -ENOLCK : gc_materialize(fd, conv, NULL);
+		e = !conv ? 0 : gc_fd_locks(fd, true) ? -ENOLCK : gc_materialize(fd, conv, NULL, NULL);
 		if (e == -ENOLCK)
 			gc_fd_locks_warn(fd);
 		if (e == 0 && conv)
@@ -833,11 +908,22 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	switch (cmd) {
 	case F_DUPFD:
-		return new_number(dup_common(DK_DUPFD, fd, (int)(long)arg, 0));
+		WITH_ROOM(r, dup_common(DK_DUPFD, fd, (int)(long)arg, 0));
+		return new_number(r);
 	case F_DUPFD_CLOEXEC:
-		return new_number(dup_common(DK_DUPFD_CLOEXEC, fd, (int)(long)arg, 0));
+		WITH_ROOM(r, dup_common(DK_DUPFD_CLOEXEC, fd, (int)(long)arg, 0));
+		return new_number(r);
 	case F_SETFD:
 		return setfd_common(real, fd, arg);
+	case F_SETLEASE:
+		/* a write lease asks that nobody else has the file open: not
+		 * the converted pair (the held description and the twin) */
+		if ((long)arg != F_UNLCK && gc_fd_get(fd) && gc_self_exact() &&
+		    (r = give_back(fd)) < 0) {
+			errno = -r;
+			return -1;
+		}
+		break;
 	}
 	r = real(fd, cmd, arg);
 	if (cmd == F_GETFL && r >= 0)
@@ -891,7 +977,7 @@ static int give_back(int fd)
 				gc_fd_locks_warn(fd);
 			r = r > 0 ? -ENOLCK : r;
 		} else {
-			r = gc_materialize(fd, conv, NULL);
+			r = gc_materialize(fd, conv, NULL, NULL);
 		}
 		if (!r)
 			gc_fd_set(fd, 0);
@@ -1078,6 +1164,44 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
  * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
  * no open converts any more. One that cannot (record locks held) stays
  * converted, said on stderr. */
+/* The program's call found no descriptor free while the library holds
+ * descriptions for its conversions: each such conversion without record
+ * locks gets its real flag back (one description where there were two:
+ * slower from now on, never less durable), and a new conversion holds one
+ * again only where there is room. True when any was freed. */
+static bool fd_room(void)
+{
+	int fd, saved = errno;
+	bool freed = false;
+
+	if (!gc_fd_held_any() || !gc_self_exact())
+		return false;
+	/* The lock check reads /proc: one number first, from the first
+	 * held one (that conversion goes on without it: a hand-back of it
+	 * reopens, as where none could be held) */
+	for (fd = gc_fd_next(0); fd >= 0 && !freed; fd = gc_fd_next(fd + 1))
+		if (gc_fd_held(fd) >= 0) {
+			gc_fd_unhold(fd);
+			freed = true;
+		}
+	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
+		int r;
+
+		if (gc_fd_held(fd) < 0 || gc_fd_locks(fd, true) != 0)
+			continue;
+		r = give_back(fd);
+		if (r == -EMFILE) {
+			/* nothing owed, and no number free for a new
+			 * description: the held one's number is */
+			gc_fd_unhold(fd);
+			r = give_back(fd);
+		}
+		freed |= r == 0;
+	}
+	errno = saved;
+	return freed;
+}
+
 int gc_osync_stop(const char *what)
 {
 	int fd, r, first = 0;
@@ -1162,20 +1286,26 @@ static int pipe_numbers(int r, const int fds[2])
 
 GC_EXPORT int pipe2(int fds[2], int flags)
 {
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_pipe2, fds, flags);
 	GC_COUNT(pipe2);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, flags);
-	return pipe_numbers(gc_real.pipe2(fds, flags), fds);
+	WITH_ROOM(r, gc_real.pipe2(fds, flags));
+	return pipe_numbers(r, fds);
 }
 
 GC_EXPORT int pipe(int fds[2])
 {
+	int r;
+
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_pipe2, fds, 0);
 	GC_COUNT(pipe);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, 0);
-	return pipe_numbers(gc_real.pipe(fds), fds);
+	WITH_ROOM(r, gc_real.pipe(fds));
+	return pipe_numbers(r, fds);
 }

@@ -107,10 +107,13 @@ int gc_sync_converted(int fd, uintptr_t ra);
  * -errno (shim/io.c). */
 int gc_sync_clone(uint64_t src_token, uint64_t dst_token, int dst, uintptr_t ra);
 /* Gives @fd's file a real description with @sync_flags in place of the
- * converted one: same file, access mode, offset and close-on-exec. With
- * @keep, the reopened description stays open there too (close-on-exec).
+ * converted one: same file, access mode, offset and close-on-exec. Where
+ * the converted one owes a writeback error, that is the held description
+ * the program opened (core/fdtable.h), and *@held_back (may be NULL) is
+ * set: the converted one's error is taken, so it must not come back. With
+ * @keep, the new description stays open there too (close-on-exec).
  * Descriptors and raw calls only. Returns 0 or -errno. */
-int gc_materialize(int fd, int sync_flags, int *keep);
+int gc_materialize(int fd, int sync_flags, int *keep, bool *held_back);
 /* 1 when replacing or closing @fd's description could drop a record lock
  * of this process: a POSIX lock on its inode (through any descriptor), or,
  * with @own, any lock on @fd's own description. 0: none. -errno: unknown. */

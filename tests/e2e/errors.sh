@@ -22,7 +22,7 @@ MANY=65		# files of the many-files scenario (one more than a table of 64)
 MANY_KB=192
 
 # Scenarios, and the limiter settings each runs under (besides bare).
-SCENARIOS=(two fork exec later dup signal dsync reuse many)
+SCENARIOS=(two fork exec later dup signal dsync reuse handoff many)
 # paced: cachestat(2) made to fail (ENOSYS, as before Linux 6.5), so the
 # limiter paces its waits at the device's bandwidth. grouped: every sync
 # joins a transaction (its own staging wait first) and is its file's owner,
@@ -161,6 +161,7 @@ bare_want() {
 	signal) echo "handler=EIO after=0 ok=0" ;;
 	dsync) echo "writes=EIOx$((KB / 256)) plain=EIO dsync=0" ;;
 	reuse) echo "new=0" ;;
+	handoff) echo "told=EIO again=0 b=EIO fdopen=EIO sent=EIO orig=0 spawn=EIO parent=0 exec=EIO" ;;
 	many) echo "healthy=0 failed: EIO=$MANY 0=0 other=0" ;;
 	esac
 }

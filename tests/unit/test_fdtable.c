@@ -317,3 +317,53 @@ Test(fdtable, concurrent_set_get)
 		count++;
 	cr_expect_eq(count, live, "iteration saw %d of %d live entries", count, live);
 }
+
+/* The description the program opened, held for its entry: at the floor or
+ * above, close-on-exec, the library's own; copied with the entry; closed
+ * when the entry goes; at most GC_FD_HELD at once. */
+Test(fdtable, held_follows_its_entry)
+{
+	int fd = open("/dev/null", O_WRONLY), fd2 = dup(fd), h, h2, i, n = 0;
+	int many[GC_FD_HELD + 1];
+
+	cr_assert(fd >= 0 && fd2 >= 0);
+	cr_expect_eq(gc_fd_held(fd), -1, "nothing held before");
+	gc_fd_set(fd, O_DSYNC);
+	cr_assert_eq(gc_fd_hold(fd), 0);
+	h = gc_fd_held(fd);
+	cr_expect_geq(h, gc_sys_fd_floor(), "held at the floor or above");
+	cr_expect(fcntl(h, F_GETFD) & FD_CLOEXEC, "close-on-exec");
+	cr_expect(gc_own_is(h), "the library's own: the program's close fails");
+	cr_expect(gc_fd_copy(fd, fd2), "a copy gets a held description");
+	h2 = gc_fd_held(fd2);
+	cr_expect(h2 >= 0 && h2 != h, "its own number");
+	gc_fd_close_end(fd, gc_fd_close_begin(fd));
+	cr_expect_eq(gc_fd_held(fd), -1);
+	cr_expect_eq(fcntl(h, F_GETFD), -1, "closed with its entry");
+	cr_expect_eq(gc_fd_held(fd2), h2, "the copy's stays");
+	gc_fd_set(fd2, 0);
+	cr_expect_eq(fcntl(h2, F_GETFD), -1, "closed when the entry is cleared");
+
+	for (i = 0; i <= GC_FD_HELD; i++) {
+		many[i] = 400 + i;
+		gc_fd_set(many[i], O_SYNC);
+	}
+	for (i = 0; i <= GC_FD_HELD; i++) {
+		int r = dup2(fd, many[i]) < 0 ? -errno : gc_fd_hold(many[i]);
+
+		if (r == 0)
+			n++;
+		else
+			cr_expect_eq(r, -ENFILE, "only a full pool refuses");
+	}
+	cr_expect_eq(n, GC_FD_HELD, "GC_FD_HELD held at once");
+	gc_fd_clear_range(400, 400 + GC_FD_HELD);
+	for (i = 0; i <= GC_FD_HELD; i++)
+		cr_expect_eq(gc_fd_held(many[i]), -1);
+	cr_expect_eq(gc_fd_hold(many[0]), 0, "free again once cleared");
+	gc_fd_set(many[0], 0);
+	for (i = 0; i <= GC_FD_HELD; i++)
+		close(many[i]);
+	close(fd);
+	close(fd2);
+}

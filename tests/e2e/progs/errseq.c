@@ -6,7 +6,7 @@
  *   errseq prep FILE KB            writes and fsyncs KB KiB, prints the
  *                                  file's extents: "ext OFFSET LENGTH"
  *   errseq prepmany DIR N KB       N such files DIR/f0.., their extents merged
- *   errseq two|fork|exec|dup|signal|dsync|reuse|write FILE KB
+ *   errseq two|fork|exec|dup|signal|dsync|reuse|handoff|write FILE KB
  *   errseq sandbox FILE KB         writes KB KiB, then puts its thread under
  *                                  a seccomp filter that kills the process
  *                                  at cachestat(2) (cskill.h), then writes
@@ -24,11 +24,13 @@
 #include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -404,6 +406,82 @@ static void reuse(const char *path, long kb)
 	unlink(npath);
 }
 
+/* Descriptors opened O_DSYNC before the error, which another description
+ * then reports (the error is SEEN): each still hears of it once, after it
+ * has gone through what gives a description its flag back under libgc:
+ * stdio (fdopen), a socket (SCM_RIGHTS), a spawned child, and an exec.
+ * First, one whose own write reported an error goes through fdopen: it
+ * does not hear of that error twice. */
+static int pass_self(int fd)
+{
+	char c = 'x', ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *h;
+	int sv[2], r = -1;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		exit(1);
+	memset(ctl, 0, sizeof(ctl));
+	h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	if (sendmsg(sv[0], &m, 0) != 1 || recvmsg(sv[1], &m, 0) != 1)
+		exit(1);
+	h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_type == SCM_RIGHTS)
+		memcpy(&r, CMSG_DATA(h), sizeof(int));
+	close(sv[0]);
+	close(sv[1]);
+	if (r < 0)
+		exit(1);
+	return r;
+}
+
+static void handoff(const char *path, long kb)
+{
+	int a1 = open_or_die(path, O_WRONLY | O_DSYNC), a2 = open_or_die(path, O_WRONLY | O_DSYNC);
+	int a3 = open_or_die(path, O_WRONLY | O_DSYNC), a4 = open_or_die(path, O_WRONLY | O_DSYNC);
+	int a5 = open_or_die(path, O_WRONLY | O_DSYNC), b = open_or_die(path, O_WRONLY), got, st;
+	char num[16], *args[] = { "errseq", "handoff-child", num, NULL };
+	extern char **environ;
+	const char *r1;
+	FILE *f;
+	pid_t pid;
+
+	{
+		ssize_t w = pwrite(a5, buf, CHUNK, 0);
+
+		r1 = ename(w == CHUNK ? 0 : -1, w < 0 ? errno : EIO);
+	}
+	f = fdopen(a5, "w");
+	if (!f)
+		exit(1);
+	printf("told=%s again=%s ", r1, do_fsync(fileno(f)));
+	write_all(b, kb, 0);
+	printf("b=%s ", do_fsync(b));
+	f = fdopen(a1, "w");
+	if (!f)
+		exit(1);
+	printf("fdopen=%s ", do_fsync(fileno(f)));
+	got = pass_self(a2);
+	r1 = do_fsync(got);
+	printf("sent=%s orig=%s ", r1, do_fsync(a2));
+	snprintf(num, sizeof(num), "%d", a4);
+	fflush(stdout);
+	if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, environ) ||
+	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		exit(1);
+	printf("parent=%s ", do_fsync(a4));
+	snprintf(num, sizeof(num), "%d", a3);
+	fflush(stdout);
+	execl("/proc/self/exe", "errseq", "handoff-exec", num, (char *)NULL);
+	exit(1);
+}
+
 /* N failed files written and closed unsynced, then a healthy one synced,
  * then each failed one reopened and synced. */
 static void many(const char *dir, int nf, long kb)
@@ -592,6 +670,14 @@ int main(int argc, char **argv)
 		exec_fsync(atoi(argv[2]));
 		return 0;
 	}
+	if (!strcmp(cmd, "handoff-child") && argc == 3) {
+		printf("spawn=%s ", do_fsync(atoi(argv[2])));
+		return 0;
+	}
+	if (!strcmp(cmd, "handoff-exec") && argc == 3) {
+		printf("exec=%s\n", do_fsync(atoi(argv[2])));
+		return 0;
+	}
 	if (!strcmp(cmd, "fsync") && argc == 3) {
 		later(argv[2]);
 		return 0;
@@ -626,6 +712,8 @@ int main(int argc, char **argv)
 		dsync(argv[2], atol(argv[3]));
 	else if (!strcmp(cmd, "reuse"))
 		reuse(argv[2], atol(argv[3]));
+	else if (!strcmp(cmd, "handoff"))
+		handoff(argv[2], atol(argv[3]));
 	else
 		return 2;
 	return 0;

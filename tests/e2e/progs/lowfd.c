@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* lowfd DIR: a process at its descriptor limit (RLIMIT_NOFILE 4: only 3
  * is free) opens a file O_DSYNC there, writes it, fsyncs it, and tries
- * one open more. Prints "fd=3 write=3 fsync=0 next=EMFILE" as bare. */
+ * one open more. Prints "fd=3 write=3 fsync=0 next=EMFILE" as bare.
+ * lowfd DIR many: under RLIMIT_NOFILE 40, opens files O_DSYNC until
+ * EMFILE, then dup()s and pipe()s until EMFILE, and writes 4 KiB
+ * through each file: "files=37 dsync=37 wrote=37 then dup=EMFILE
+ * pipe=EMFILE" as bare (the library's descriptors cost it none). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,12 +13,45 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+static int many(const char *dir)
+{
+	struct rlimit rl = { 40, 40 };
+	static char buf[4096];
+	char path[4096];
+	int fd[64], n = 0, ds = 0, wr = 0, i, d, p[2], de, pe;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return perror("setrlimit"), 1;
+	for (;;) {
+		snprintf(path, sizeof(path), "%s/many%d", dir, n);
+		if (n == 64 || (fd[n] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644)) < 0)
+			break;
+		n++;
+	}
+	if (n < 64 && errno != EMFILE)
+		return perror("lowfd: open"), 1;
+	d = dup(0);
+	de = errno;
+	i = pipe(p);
+	pe = errno;
+	for (i = 0; i < n; i++) {
+		ds += !!(fcntl(fd[i], F_GETFL) & O_DSYNC);
+		wr += write(fd[i], buf, sizeof(buf)) == (ssize_t)sizeof(buf);
+	}
+	printf("files=%d dsync=%d wrote=%d then dup=%s pipe=%s\n", n, ds, wr,
+	       d >= 0 ? "opened" : de == EMFILE ? "EMFILE" : strerror(de),
+	       i == 0 && p[0] >= 0 ? "opened" : pe == EMFILE ? "EMFILE" : strerror(pe));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rlimit rl = { 4, 4 };
 	char path[4096];
 	int fd, w, s, d;
 
+	if (argc == 3 && !strcmp(argv[2], "many"))
+		return many(argv[1]);
 	if (argc != 2)
 		return 2;
 	snprintf(path, sizeof(path), "%s/lowfd", argv[1]);
