@@ -967,8 +967,9 @@ GC_EXPORT int fcntl64(int fd, int cmd, ...)
  * would go), so the caller fails with ENOLCK then. 0 or -errno. */
 static int give_back(int fd)
 {
-	bool taken = gc_fd_swap_lock();
-	int conv = gc_conv_checked(fd), r = 0;
+	/* a vfork child's number is its own: the parent's entry stays */
+	bool self = gc_self_exact(), taken = self && gc_fd_swap_lock();
+	int conv = self ? gc_conv_checked(fd) : gc_fd_get(fd), r = 0;
 
 	if (conv) {
 		r = gc_fd_locks(fd, true);
@@ -979,7 +980,7 @@ static int give_back(int fd)
 		} else {
 			r = gc_materialize(fd, conv, NULL, NULL);
 		}
-		if (!r)
+		if (!r && self)
 			gc_fd_set(fd, 0);
 	}
 	gc_fd_swap_unlock(taken);
@@ -998,7 +999,7 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	/* stdio's own writes are not seen: a file in scope is never logged */
 	if (unlikely(gc_intent_on) && !gc_disabled)
 		gc_intent_fdopen(fd, mode);
-	if (!gc_fd_get(fd) || !gc_self_exact())
+	if (!gc_fd_get(fd))
 		return gc_real.fdopen(fd, mode);
 	r = give_back(fd);
 	if (r < 0) {
@@ -1094,7 +1095,7 @@ int gc_unseen_writes(int fd)
 		return 0;
 	if (unlikely(gc_intent_on))
 		gc_intent_fdopen(fd, "w");
-	if (!gc_fd_get(fd) || !gc_self_exact())
+	if (!gc_fd_get(fd))
 		return 0;
 	return give_back(fd);
 }
@@ -1109,8 +1110,6 @@ static int give_back_passed(const struct msghdr *msg)
 	struct cmsghdr *c;
 
 	if (likely(!msg || !msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr)))
-		return 0;
-	if (!gc_self_exact())
 		return 0;
 	for (c = CMSG_FIRSTHDR((struct msghdr *)msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
 		const unsigned char *p = CMSG_DATA(c), *end = (const unsigned char *)c + c->cmsg_len;

@@ -257,17 +257,17 @@ Test(inherit, processes_sharing_a_descriptor_table_keep_the_flag)
 }
 
 /* A vfork child runs in its parent's memory with a copy of its descriptor
- * table: its close() or dup2() of a converted number is its own. The
- * library once dropped the parent's entry there, and the parent's
- * O_DSYNC writes through that number then went unsynced (F_GETFL showed
- * no O_DSYNC: "getfl=0,0"). */
+ * table: its close(), dup2() or fdopen() of a converted number is its
+ * own. The library once dropped the parent's entry there, and the
+ * parent's O_DSYNC writes through that number then went unsynced (F_GETFL
+ * showed no O_DSYNC: "getfl=0,0,0"). */
 Test(inherit, a_vfork_childs_close_leaves_the_parents_conversion)
 {
 	const char *argv[] = { e2e_prog("clonefiles"), e2e_dir(), "vfork", NULL };
 	struct e2e_run bare, gc;
 
 	e2e_run_as_bare(&bare, &gc, NULL, argv, "vfork");
-	cr_expect_str_eq(bare.out, "getfl=1,1 wrote=4096,4096\n", "bare: %s", bare.err);
+	cr_expect_str_eq(bare.out, "getfl=1,1,1 wrote=4096,4096,4096\n", "bare: %s", bare.err);
 	e2e_run_free(&bare);
 	e2e_run_free(&gc);
 }

@@ -11,11 +11,13 @@
  * CLONE_FILES). The parent opens DIR/f O_DSYNC before the clone; the
  * child closes that number and opens a plain file there, then exits; the
  * parent writes through its own descriptor and prints the same.
- * vfork: the parent opens DIR/f and DIR/g O_DSYNC; a vfork child (the
- * parent's memory, a copy of its table) closes the first and dup2()s 0
- * onto the second, then exits; the parent writes 4 KiB through each and
- * prints whether fcntl(F_GETFL) still shows O_DSYNC and what the writes
- * returned: "getfl=1,1 wrote=4096,4096" as bare. */
+ * vfork: the parent opens DIR/f, DIR/g and DIR/h O_DSYNC; a vfork child
+ * (the parent's memory, a copy of its table) closes the first, dup2()s 0
+ * onto the second and fdopen()s the third (which must then be O_DSYNC in
+ * the kernel's word, for stdio's writes), then exits; the parent writes
+ * 4 KiB through each and prints whether fcntl(F_GETFL) still shows
+ * O_DSYNC and what the writes returned: "getfl=1,1,1 wrote=4096,4096,4096"
+ * as bare. */
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -90,12 +92,12 @@ static int vforked(void)
 {
 	static char buf[4096];
 	char path[4096];
-	int fd[2], st, i;
-	ssize_t w[2];
+	int fd[3], st, i;
+	ssize_t w[3];
 	pid_t pid;
 
-	for (i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%c", dir, "fg"[i]);
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%c", dir, "fgh"[i]);
 		fd[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
 		if (fd[i] < 0)
 			return perror("clonefiles: open"), 1;
@@ -104,14 +106,16 @@ static int vforked(void)
 	if (pid == 0) {
 		close(fd[0]);
 		dup2(0, fd[1]);
-		_exit(0);
+		/* stdio's writes through it are the kernel's O_DSYNC ones */
+		_exit(fdopen(fd[2], "w") && kernel_dsync(fd[2]) == 1 ? 0 : 3);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return fprintf(stderr, "clonefiles: vfork child failed\n"), 1;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		w[i] = write(fd[i], buf, sizeof(buf));
-	printf("getfl=%d,%d wrote=%zd,%zd\n", !!(fcntl(fd[0], F_GETFL) & O_DSYNC),
-	       !!(fcntl(fd[1], F_GETFL) & O_DSYNC), w[0], w[1]);
+	printf("getfl=%d,%d,%d wrote=%zd,%zd,%zd\n", !!(fcntl(fd[0], F_GETFL) & O_DSYNC),
+	       !!(fcntl(fd[1], F_GETFL) & O_DSYNC), !!(fcntl(fd[2], F_GETFL) & O_DSYNC), w[0],
+	       w[1], w[2]);
 	return 0;
 }
 
