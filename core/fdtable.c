@@ -86,12 +86,19 @@ static uint64_t entry_word(int fd)
 }
 
 /* ---- held descriptions ---------------------------------------------------
- * Slot i: held_for[i] is the entry's number + 1 (0: free), claimed with a
- * CAS; held_fd[i] the held number (-1: none), an int the own-descriptor
- * registry watches (core/sys.h), so the program's close() of it fails
- * with EBADF, its close_range() leaves it and its dup2() onto it moves it. */
+ * Slot i: held_for[i] is the entry's number + 1 (0: free); held_fd[i] the
+ * held number (-1: none), an int the own-descriptor registry watches
+ * (core/sys.h), so the program's close() of it fails with EBADF, its
+ * close_range() leaves it and its dup2() onto it moves it. Changes are
+ * made under held_owner (a thread's tid), never across a system call; a
+ * slot names the generation of the entry it was made for, so that a
+ * close's late clearing never takes the next open's. A
+ * signal handler on the owner's own thread is refused (its conversion is
+ * not made, its held description is left open) rather than deadlocked. */
 static int held_for[GC_FD_HELD];
 static int held_fd[GC_FD_HELD];
+static uint32_t held_gen[GC_FD_HELD];	/* the entry's generation */
+static pid_t held_owner;
 static struct gc_once held_once;
 
 static void held_setup(void)
@@ -104,44 +111,72 @@ static void held_setup(void)
 	}
 }
 
+static bool held_lock(void)
+{
+	pid_t me = gc_gettid(), free_;
+
+	if (__atomic_load_n(&held_owner, __ATOMIC_RELAXED) == me)
+		return false;
+	for (;;) {
+		free_ = 0;
+		if (__atomic_compare_exchange_n(&held_owner, &free_, me, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return true;
+		sched_yield();
+	}
+}
+
+static void held_unlock(void)
+{
+	__atomic_store_n(&held_owner, 0, __ATOMIC_RELEASE);
+}
+
 /* A slot for @fd, holding a new number for @src's description; -errno. */
 static int held_new(int fd, int src)
 {
-	int i, h, free_;
+	int i, h;
 
 	if (!gc_once(&held_once, held_setup))
 		return -EAGAIN;
-	for (i = 0; i < GC_FD_HELD; i++) {
-		free_ = 0;
-		if (!__atomic_compare_exchange_n(&held_for[i], &free_, fd + 1, 0, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED))
-			continue;
-		h = (int)syscall(SYS_fcntl, src, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
-		if (h < 0) {
-			h = -errno;
-			__atomic_store_n(&held_for[i], 0, __ATOMIC_RELEASE);
-			return h;
+	h = (int)syscall(SYS_fcntl, src, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+	if (h < 0)
+		return -errno;
+	if (held_lock()) {
+		for (i = 0; i < GC_FD_HELD; i++) {
+			if (__atomic_load_n(&held_for[i], __ATOMIC_RELAXED))
+				continue;
+			held_gen[i] = (uint32_t)(entry_word(fd) >> 32);
+			__atomic_store_n(&held_fd[i], h, __ATOMIC_RELEASE);
+			__atomic_store_n(&held_for[i], fd + 1, __ATOMIC_RELEASE);
+			held_unlock();
+			gc_own_lower(h);
+			return 0;
 		}
-		__atomic_store_n(&held_fd[i], h, __ATOMIC_RELEASE);
-		gc_own_lower(h);
-		return 0;
+		held_unlock();
 	}
+	syscall(SYS_close, h);
 	return -ENFILE;
 }
 
-/* @fd's entry goes: its held description too. */
-static void held_drop(int fd)
+/* @fd's entry of generation @gen (0: whichever) goes: its held
+ * description too. */
+static void held_drop(int fd, uint32_t gen)
 {
-	int i, h;
+	int i, h = -1;
 
+	if (!held_lock())
+		return;
 	for (i = 0; i < GC_FD_HELD; i++) {
-		if (__atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) != fd + 1)
+		if (__atomic_load_n(&held_for[i], __ATOMIC_RELAXED) != fd + 1 ||
+		    (gen && held_gen[i] != gen))
 			continue;
-		h = __atomic_exchange_n(&held_fd[i], -1, __ATOMIC_ACQ_REL);
-		if (h >= 0)
-			syscall(SYS_close, h);
 		__atomic_store_n(&held_for[i], 0, __ATOMIC_RELEASE);
+		h = __atomic_exchange_n(&held_fd[i], -1, __ATOMIC_ACQ_REL);
+		break;
 	}
+	held_unlock();
+	if (h >= 0)
+		syscall(SYS_close, h);
 }
 
 int gc_fd_held(int fd)
@@ -156,7 +191,7 @@ int gc_fd_held(int fd)
 
 void gc_fd_unhold(int fd)
 {
-	held_drop(fd);
+	held_drop(fd, 0);
 }
 
 bool gc_fd_held_any(void)
@@ -171,7 +206,7 @@ bool gc_fd_held_any(void)
 
 int gc_fd_hold(int fd)
 {
-	held_drop(fd);
+	held_drop(fd, 0);
 	return held_new(fd, fd);
 }
 
@@ -190,10 +225,10 @@ int gc_fd_set(int fd, int sync_flags)
 		s = slot(fd, 0);
 		if (s)
 			__atomic_store_n(s, 0, __ATOMIC_RELEASE);
-		held_drop(fd);
+		held_drop(fd, 0);
 		return 0;
 	}
-	held_drop(fd);
+	held_drop(fd, 0);
 	s = slot(fd, 1);
 	if (!s)
 		return -ENOMEM;
@@ -267,7 +302,7 @@ void gc_fd_close_end(int fd, uint64_t token)
 
 	if (s && token &&
 	    __atomic_compare_exchange_n(s, &token, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		held_drop(fd);
+		held_drop(fd, (uint32_t)(token >> 32));
 }
 
 uint64_t gc_fd_token(int fd)
@@ -288,8 +323,10 @@ void gc_fd_clear_range(unsigned lo, unsigned hi)
 			fd |= CHUNK_SIZE - 1; /* skip the whole unmapped chunk */
 			continue;
 		}
-		if (__atomic_exchange_n(&c[fd & (CHUNK_SIZE - 1)], 0, __ATOMIC_ACQ_REL))
-			held_drop((int)fd);
+		uint64_t w = __atomic_exchange_n(&c[fd & (CHUNK_SIZE - 1)], 0, __ATOMIC_ACQ_REL);
+
+		if (w)
+			held_drop((int)fd, (uint32_t)(w >> 32));
 	}
 }
 
@@ -396,6 +433,7 @@ GC_ONCE void gc_fd_fork_parent(void)
 
 GC_ONCE void gc_fd_fork_child(void)
 {
+	GC_STORE_CHANGED(held_owner, 0);
 	GC_STORE_CHANGED(swap_owner, 0);
 	GC_STORE_CHANGED(spawning, 0);
 	GC_STORE_CHANGED(converting, 0);

@@ -146,7 +146,7 @@ ssize_t gc_sync_after_write(int fd, ssize_t n, uint64_t token, uintptr_t ra)
 		}
 	}
 	r = sync_lost();
-	if (gc_fd_token(fd) == token)
+	if (gc_fd_token(fd) == token && gc_self_exact())
 		gc_fd_close_end(fd, token); /* stale: the number is not the file's */
 	if (r < 0) {
 		errno = -r;

@@ -256,8 +256,10 @@ int gc_conv_checked(int fd)
 		return conv;
 	}
 	/* Closed or reused behind our back (stdio's fclose uses glibc's
-	 * internal close): the entry is not this descriptor's. */
-	gc_fd_close_end(fd, token);
+	 * internal close): the entry is not this descriptor's. (In a vfork
+	 * child the number is the child's own, the entry its parent's.) */
+	if (gc_self_exact())
+		gc_fd_close_end(fd, token);
 	errno = saved;
 	return 0;
 }

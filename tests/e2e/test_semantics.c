@@ -389,6 +389,51 @@ Test(semantics, a_process_at_its_descriptor_limit_gets_as_many_as_bare)
 	e2e_run_free(&gc);
 }
 
+/* A converted O_DSYNC open once closed the description the program opened
+ * at once (its twin took the number), and an inotify watcher heard
+ * IN_CLOSE_WRITE while the program was still writing ("before_close=1").
+ * That description is held now until the program's close. */
+Test(semantics, inotify_hears_close_write_at_the_programs_close)
+{
+	const char *argv[] = { e2e_prog("inowatch"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "inowatch");
+	cr_expect_str_eq(bare.out, "before_close=0 after_close=1\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
+/* A write lease is granted only while nobody else has the file open. A
+ * converted O_DSYNC descriptor's file is open twice (the held description
+ * the program opened, and the twin): F_SETLEASE gives it its flag back
+ * first. Without that, "lease=Resource temporarily unavailable". */
+Test(semantics, a_write_lease_on_an_o_dsync_file_is_granted_as_bare)
+{
+	const char *argv[] = { e2e_prog("lease"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "lease");
+	cr_expect_str_eq(bare.out, "lease=0 getfl=1 wrote=4096\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
+/* Threads opening, copying and closing O_DSYNC descriptors, whose
+ * numbers pass from one to the next: every held description goes with
+ * its descriptor. A close's late clearing once took the next open's, and
+ * a slot's two halves were written apart (dozens left open). */
+Test(semantics, held_descriptions_go_with_their_descriptors_under_threads)
+{
+	const char *argv[] = { e2e_prog("fdchurn"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "fdchurn");
+	cr_expect_str_eq(bare.out, "opens=16000 writes=16000 left=0\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 /* A thread in seccomp's strict mode may call read, write and exit only;
  * anything else kills it. The library once made the dirty limiter's
  * fstat there after 64 KiB (the thread died with 60 KiB of its 1 MiB
