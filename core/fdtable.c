@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -98,6 +99,7 @@ static uint64_t entry_word(int fd)
 static int held_for[GC_FD_HELD];
 static int held_fd[GC_FD_HELD];
 static uint32_t held_gen[GC_FD_HELD];	/* the entry's generation */
+static uint64_t held_ino[GC_FD_HELD];	/* its file's inode (0: unknown) */
 static pid_t held_owner;
 static struct gc_once held_once;
 
@@ -146,6 +148,7 @@ static int held_new(int fd, int src)
 			if (__atomic_load_n(&held_for[i], __ATOMIC_RELAXED))
 				continue;
 			held_gen[i] = (uint32_t)(entry_word(fd) >> 32);
+			held_ino[i] = gc_fd_ino(fd);
 			__atomic_store_n(&held_fd[i], h, __ATOMIC_RELEASE);
 			__atomic_store_n(&held_for[i], fd + 1, __ATOMIC_RELEASE);
 			held_unlock();
@@ -162,7 +165,9 @@ static int held_new(int fd, int src)
  * description too. */
 static void held_drop(int fd, uint32_t gen)
 {
-	int i, h = -1;
+	int i, h = -1, fl;
+	uint64_t ino = 0;
+	struct stat st;
 
 	if (!held_lock())
 		return;
@@ -172,11 +177,18 @@ static void held_drop(int fd, uint32_t gen)
 			continue;
 		__atomic_store_n(&held_for[i], 0, __ATOMIC_RELEASE);
 		h = __atomic_exchange_n(&held_fd[i], -1, __ATOMIC_ACQ_REL);
+		ino = held_ino[i];
 		break;
 	}
 	held_unlock();
-	if (h >= 0)
-		syscall(SYS_close, h);
+	if (h < 0)
+		return;
+	/* Still ours? A raw close system call of the program's may have
+	 * closed it, and the number may be the program's own file now. */
+	fl = (int)syscall(SYS_fcntl, h, F_GETFL);
+	if (fl < 0 || !(fl & O_DSYNC) || fstat(h, &st) || (ino && (uint64_t)st.st_ino != ino))
+		return;
+	syscall(SYS_close, h);
 }
 
 int gc_fd_held(int fd)

@@ -434,6 +434,21 @@ Test(semantics, held_descriptions_go_with_their_descriptors_under_threads)
 	e2e_run_free(&gc);
 }
 
+/* A program that closes descriptors with raw system calls closes the
+ * library's own too, unseen, and may put a file of its own at such a
+ * number. The library once closed that file when the descriptor whose
+ * held description had been there was closed ("kept=0"). */
+Test(semantics, a_number_the_program_took_back_is_never_closed_for_it)
+{
+	const char *argv[] = { e2e_prog("rawclose"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "rawclose");
+	cr_expect_str_eq(bare.out, "kept=1\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 /* A thread in seccomp's strict mode may call read, write and exit only;
  * anything else kills it. The library once made the dirty limiter's
  * fstat there after 64 KiB (the thread died with 60 KiB of its 1 MiB
