@@ -1159,12 +1159,6 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
 	return gc_real.sendmmsg(sock, vec, n, flags);
 }
 
-/* Writes that go round the wrappers (an io_uring's, a thread's in
- * seccomp's strict mode, a process's that shares the descriptors and not
- * the library's table) would reach a converted descriptor without its
- * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
- * no open converts any more. One that cannot (record locks held) stays
- * converted, said on stderr. */
 /* The program's call found no descriptor free while the library holds
  * descriptions for its conversions: each such conversion without record
  * locks gets its real flag back (one description where there were two:
@@ -1203,6 +1197,12 @@ static bool fd_room(void)
 	return freed;
 }
 
+/* Writes that go round the wrappers (an io_uring's, a thread's in
+ * seccomp's strict mode, a process's that shares the descriptors and not
+ * the library's table) would reach a converted descriptor without its
+ * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
+ * no open converts any more. One that cannot (record locks held) stays
+ * converted, said on stderr. */
 int gc_osync_stop(const char *what)
 {
 	int fd, r, first = 0;
