@@ -363,11 +363,15 @@ int gc_sys_seccomp(bool cheap)
 	return m > 0 ? m - 1 : m == 0 ? 0 : -1;
 }
 
+static int own_lock;	/* below: the descriptors of our own */
+
 GC_ONCE void gc_sys_adopt(void)
 {
 	struct self_page *p = self_pg;
 
 	GC_STORE_CHANGED(pidns_ino, 0);
+	/* another thread of the parent may have been moving one of ours */
+	GC_STORE_CHANGED(own_lock, 0);
 	/* Nothing made yet: the first question makes it, in this process
 	 * (another thread of the parent may have been making it: not here).
 	 * Otherwise the pid is read now, not when first asked: a child

@@ -239,3 +239,19 @@ Test(hazards, record_lock_survives_a_waiting_fsync)
 	cr_expect(strstr(r.out, "rounds=20 lost=0 failed=0"), "under libgc: %s", r.out);
 	e2e_run_free(&r);
 }
+
+/* A thread moves the library's own descriptors (the program's dup2 onto
+ * one: the library's lock for them, around a dup and a close) while the
+ * main thread forks. A child forked while that lock was taken spun in its
+ * own first dup2 onto one for ever: 55 of 300 children before fork's
+ * child handler freed it. */
+Test(hazards, fork_while_a_thread_moves_the_librarys_descriptors)
+{
+	const char *argv[] = { e2e_prog("ownfork"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "ownfork");
+	cr_expect_str_eq(bare.out, "stuck=0\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
