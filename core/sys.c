@@ -363,7 +363,8 @@ int gc_sys_seccomp(bool cheap)
 	return m > 0 ? m - 1 : m == 0 ? 0 : -1;
 }
 
-static int own_lock;	/* below: the descriptors of our own */
+static int own_lock;	/* the descriptors of our own (below): changes
+			 * only; readers load one slot at a time */
 
 GC_ONCE void gc_sys_adopt(void)
 {
@@ -412,7 +413,6 @@ int gc_sys_fd_up(int fd)
 
 static int *own[GC_OWN_FDS];
 int gc_own_min = INT_MAX;
-static int own_lock;	/* changes only; readers load one slot at a time */
 
 static void own_lock_take(void)
 {
