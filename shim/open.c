@@ -1171,11 +1171,14 @@ static bool fd_room(void)
 
 	if (!gc_fd_held_any() || !gc_self_exact())
 		return false;
-	/* The lock check reads /proc: one number first, from the first
-	 * held one (that conversion goes on without it: a hand-back of it
-	 * reopens, as where none could be held) */
+	/* The check for this process's own locks reads /proc: one number
+	 * first, from the first held one of a file nobody has locks on (the
+	 * kernel answers that without a descriptor; closing a descriptor
+	 * of a file drops this process's POSIX locks on it). That conversion
+	 * goes on without it: a hand-back of it reopens, as where none
+	 * could be held. */
 	for (fd = gc_fd_next(0); fd >= 0 && !freed; fd = gc_fd_next(fd + 1))
-		if (gc_fd_held(fd) >= 0) {
+		if (gc_fd_held(fd) >= 0 && gc_fd_locks(fd, false) == 0) {
 			gc_fd_unhold(fd);
 			freed = true;
 		}

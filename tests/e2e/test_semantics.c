@@ -387,6 +387,19 @@ Test(semantics, a_process_at_its_descriptor_limit_gets_as_many_as_bare)
 	cr_expect(!gc.err[0] || strstr(gc.err, "no descriptor free"), "stderr: %s", gc.err);
 	e2e_run_free(&bare);
 	e2e_run_free(&gc);
+	/* Making room closes held descriptions: never one of a file this
+	 * process holds a record lock on (the close would drop the lock;
+	 * "locked=0" when the first one was taken unasked). That one stays,
+	 * so here the program gets one descriptor fewer than bare. */
+	argv[2] = "locked";
+	e2e_run(&bare, PRE_NONE, NULL, 30, argv);
+	e2e_expect_ok(&bare, "bare");
+	e2e_run(&gc, PRE_GC, NULL, 30, argv);
+	e2e_expect_ok(&gc, "libgc");
+	cr_expect(strstr(bare.out, " locked=1"), "bare: %s%s", bare.out, bare.err);
+	cr_expect(strstr(gc.out, " locked=1"), "libgc: %s%s", gc.out, gc.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
 }
 
 /* A converted O_DSYNC open once closed the description the program opened
