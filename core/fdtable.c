@@ -113,24 +113,37 @@ static void held_setup(void)
 	}
 }
 
-static bool held_lock(void)
+/* A spinlock naming its owner's tid: false (not taken) for a signal
+ * handler on the holder's own thread. Spinning yields: holders make a few
+ * system calls at most, and may be preempted. */
+static bool tid_lock(pid_t *owner)
 {
 	pid_t me = gc_gettid(), free_;
 
-	if (__atomic_load_n(&held_owner, __ATOMIC_RELAXED) == me)
+	if (__atomic_load_n(owner, __ATOMIC_RELAXED) == me)
 		return false;
 	for (;;) {
 		free_ = 0;
-		if (__atomic_compare_exchange_n(&held_owner, &free_, me, 0, __ATOMIC_ACQUIRE,
+		if (__atomic_compare_exchange_n(owner, &free_, me, 0, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return true;
 		sched_yield();
 	}
 }
 
+static void tid_unlock(pid_t *owner)
+{
+	__atomic_store_n(owner, 0, __ATOMIC_RELEASE);
+}
+
+static bool held_lock(void)
+{
+	return tid_lock(&held_owner);
+}
+
 static void held_unlock(void)
 {
-	__atomic_store_n(&held_owner, 0, __ATOMIC_RELEASE);
+	tid_unlock(&held_owner);
 }
 
 /* A slot for @fd, holding a new number for @src's description; -errno. */
@@ -371,23 +384,13 @@ GC_START static int spawning, converting;
 
 bool gc_fd_swap_lock(void)
 {
-	pid_t me = gc_gettid(), free_;
-
-	if (__atomic_load_n(&swap_owner, __ATOMIC_RELAXED) == me)
-		return false; /* a signal handler on the holder's own thread */
-	for (;;) {
-		free_ = 0;
-		if (__atomic_compare_exchange_n(&swap_owner, &free_, me, 0, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return true;
-		sched_yield();
-	}
+	return tid_lock(&swap_owner);
 }
 
 void gc_fd_swap_unlock(bool taken)
 {
 	if (taken)
-		__atomic_store_n(&swap_owner, 0, __ATOMIC_RELEASE);
+		tid_unlock(&swap_owner);
 }
 
 void gc_fd_spawn_begin(void)

@@ -273,6 +273,17 @@ void e2e_run_as_bare(struct e2e_run *bare, struct e2e_run *gc, const char *const
 	cr_expect_str_eq(gc->out, bare->out, "libgc %s: %s%s", what, gc->out, gc->err);
 }
 
+void e2e_same_as_bare(const char *prog, const char *arg, const char *want)
+{
+	const char *argv[] = { e2e_prog(prog), e2e_dir(), arg, NULL };
+	struct e2e_run bare, gc;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, prog);
+	cr_expect_str_eq(bare.out, want, "bare %s: %s", prog, bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 /* The line of @pid, or each line in turn when @pid is 0. */
 bool e2e_report_get(const char *text, int pid, const char *key,
 		    unsigned long long *val)

@@ -66,6 +66,9 @@ void e2e_expect_ok(const struct e2e_run *r, const char *what);
  * The caller checks what bare must have said, and frees both. */
 void e2e_run_as_bare(struct e2e_run *bare, struct e2e_run *gc, const char *const *env,
 		     const char *const *argv, const char *what);
+/* e2e_run_as_bare of e2e_prog(@prog) on e2e_dir() (then @arg, if any):
+ * bare must print @want. */
+void e2e_same_as_bare(const char *prog, const char *arg, const char *want);
 
 /* Exit report ("libgc: pid=N key=value ..."): value of @key on the line of
  * @pid (0: summed over all lines). Returns false when the key is absent. */

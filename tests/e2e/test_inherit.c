@@ -263,11 +263,5 @@ Test(inherit, processes_sharing_a_descriptor_table_keep_the_flag)
  * showed no O_DSYNC: "getfl=0,0,0"). */
 Test(inherit, a_vfork_childs_close_leaves_the_parents_conversion)
 {
-	const char *argv[] = { e2e_prog("clonefiles"), e2e_dir(), "vfork", NULL };
-	struct e2e_run bare, gc;
-
-	e2e_run_as_bare(&bare, &gc, NULL, argv, "vfork");
-	cr_expect_str_eq(bare.out, "getfl=1,1,1 wrote=4096,4096,4096\n", "bare: %s", bare.err);
-	e2e_run_free(&bare);
-	e2e_run_free(&gc);
+	e2e_same_as_bare("clonefiles", "vfork", "getfl=1,1,1 wrote=4096,4096,4096\n");
 }

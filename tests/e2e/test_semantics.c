@@ -408,13 +408,7 @@ Test(semantics, a_process_at_its_descriptor_limit_gets_as_many_as_bare)
  * That description is held now until the program's close. */
 Test(semantics, inotify_hears_close_write_at_the_programs_close)
 {
-	const char *argv[] = { e2e_prog("inowatch"), e2e_dir(), NULL };
-	struct e2e_run bare, gc;
-
-	e2e_run_as_bare(&bare, &gc, NULL, argv, "inowatch");
-	cr_expect_str_eq(bare.out, "before_close=0 after_close=1\n", "bare: %s", bare.err);
-	e2e_run_free(&bare);
-	e2e_run_free(&gc);
+	e2e_same_as_bare("inowatch", NULL, "before_close=0 after_close=1\n");
 }
 
 /* A write lease is granted only while nobody else has the file open. A
@@ -423,13 +417,7 @@ Test(semantics, inotify_hears_close_write_at_the_programs_close)
  * first. Without that, "lease=Resource temporarily unavailable". */
 Test(semantics, a_write_lease_on_an_o_dsync_file_is_granted_as_bare)
 {
-	const char *argv[] = { e2e_prog("lease"), e2e_dir(), NULL };
-	struct e2e_run bare, gc;
-
-	e2e_run_as_bare(&bare, &gc, NULL, argv, "lease");
-	cr_expect_str_eq(bare.out, "lease=0 getfl=1 wrote=4096\n", "bare: %s", bare.err);
-	e2e_run_free(&bare);
-	e2e_run_free(&gc);
+	e2e_same_as_bare("lease", NULL, "lease=0 getfl=1 wrote=4096\n");
 }
 
 /* Threads opening, copying and closing O_DSYNC descriptors, whose
@@ -438,13 +426,7 @@ Test(semantics, a_write_lease_on_an_o_dsync_file_is_granted_as_bare)
  * a slot's two halves were written apart (dozens left open). */
 Test(semantics, held_descriptions_go_with_their_descriptors_under_threads)
 {
-	const char *argv[] = { e2e_prog("fdchurn"), e2e_dir(), NULL };
-	struct e2e_run bare, gc;
-
-	e2e_run_as_bare(&bare, &gc, NULL, argv, "fdchurn");
-	cr_expect_str_eq(bare.out, "opens=16000 writes=16000 left=0\n", "bare: %s", bare.err);
-	e2e_run_free(&bare);
-	e2e_run_free(&gc);
+	e2e_same_as_bare("fdchurn", NULL, "opens=16000 writes=16000 left=0\n");
 }
 
 /* A program that closes descriptors with raw system calls closes the
@@ -453,13 +435,7 @@ Test(semantics, held_descriptions_go_with_their_descriptors_under_threads)
  * held description had been there was closed ("kept=0"). */
 Test(semantics, a_number_the_program_took_back_is_never_closed_for_it)
 {
-	const char *argv[] = { e2e_prog("rawclose"), e2e_dir(), NULL };
-	struct e2e_run bare, gc;
-
-	e2e_run_as_bare(&bare, &gc, NULL, argv, "rawclose");
-	cr_expect_str_eq(bare.out, "kept=1\n", "bare: %s", bare.err);
-	e2e_run_free(&bare);
-	e2e_run_free(&gc);
+	e2e_same_as_bare("rawclose", NULL, "kept=1\n");
 }
 
 /* A thread in seccomp's strict mode may call read, write and exit only;
