@@ -100,7 +100,7 @@ static int held_for[GC_FD_HELD];
 static int held_fd[GC_FD_HELD];
 static uint32_t held_gen[GC_FD_HELD];	/* the entry's generation */
 static uint64_t held_ino[GC_FD_HELD];	/* its file's inode (0: unknown) */
-static pid_t held_owner;
+GC_START static pid_t held_owner;	/* fork's child reads it: the start page */
 static struct gc_once held_once;
 
 static void held_setup(void)

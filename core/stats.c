@@ -11,7 +11,9 @@
 #include "core/sites.h"
 #include "core/sys.h"
 
-static struct gc_stat_area gc_stats_priv GC_LARGE;
+/* page-aligned: a fork child clears the slots in use from the start, one
+ * page for a few threads wherever the other tables fall */
+static struct gc_stat_area gc_stats_priv GC_LARGE __attribute__((aligned(4096)));
 struct gc_stat_area *gc_stats_base = &gc_stats_priv;
 __thread struct gc_stat_slot *gc_ts_slot __attribute__((tls_model("initial-exec")));
 __thread uint32_t gc_ts_gen __attribute__((tls_model("initial-exec")));

@@ -363,7 +363,7 @@ int gc_sys_seccomp(bool cheap)
 	return m > 0 ? m - 1 : m == 0 ? 0 : -1;
 }
 
-static int own_lock;	/* the descriptors of our own (below): changes
+GC_START static int own_lock; /* the descriptors of our own (below): changes
 			 * only; readers load one slot at a time */
 
 GC_ONCE void gc_sys_adopt(void)

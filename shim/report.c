@@ -469,8 +469,9 @@ GC_ONCE void gc_report_exit(void)
 
 /* _exit and _Exit skip exit handlers: dash's `sh -c`, rsync's receiver and
  * many fork children end this way. The report and the segment's removal
- * run here too. */
-GC_EXPORT void _exit(int status)
+ * run here too. Placed with the start-up, fork and exit code (GC_ONCE): a
+ * fork child that ends here runs nothing else of ours. */
+GC_ONCE GC_EXPORT void _exit(int status)
 {
 	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
 		GC_COUNT(_exit);
@@ -482,7 +483,7 @@ GC_EXPORT void _exit(int status)
 	__builtin_unreachable();
 }
 
-GC_EXPORT void _Exit(int status)
+GC_ONCE GC_EXPORT void _Exit(int status)
 {
 	if (__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE)) {
 		GC_COUNT(_Exit);
