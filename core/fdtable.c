@@ -231,7 +231,6 @@ bool gc_fd_held_any(void)
 
 int gc_fd_hold(int fd)
 {
-	held_drop(fd, 0);
 	return held_new(fd, fd);
 }
 

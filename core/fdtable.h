@@ -42,7 +42,8 @@ bool gc_fd_copy(int oldfd, int newfd);
  * goes (a close, a set, a range cleared).
  */
 #define GC_FD_HELD GC_OWN_HELD
-/* Holds @fd's present description for its entry: before the swap. 0 or
+/* Holds @fd's present description for the entry gc_fd_set just made
+ * (which let go of any held for an earlier one): before the swap. 0 or
  * -errno (-ENFILE: all held). */
 int gc_fd_hold(int fd);
 /* The held number for @fd's entry, or -1. Read-only (a vfork child). */

@@ -666,7 +666,7 @@ static int std_stream_copy(int oldfd, int r)
 }
 
 /* @r is the new descriptor from a dup-like call on @oldfd. */
-static int dup_track(int oldfd, int r)
+static int dup_track(int oldfd, int r, bool copied)
 {
 	int conv = r >= 0 ? gc_fd_get(oldfd) : 0;
 
@@ -674,7 +674,9 @@ static int dup_track(int oldfd, int r)
 		return r;
 	if (r == 1 || r == 2)
 		return std_stream_copy(oldfd, r);
-	if (!gc_fd_copy(oldfd, r) || gc_fd_get(r) != conv) {
+	/* @copied: the caller's gc_fd_copy(oldfd, r) before the real call
+	 * succeeded (the entry and a held copy made once, not twice) */
+	if (!(copied || gc_fd_copy(oldfd, r)) || gc_fd_get(r) != conv) {
 		/* The copy could not be tracked (or given a held description):
 		 * it would lose O_SYNC. The copy is the program's own: closing
 		 * it drops nothing a bare dup failure would have kept, except
@@ -784,10 +786,12 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 		int prev = onto ? gc_fd_get(arg) : 0;
 		uint64_t prev_ino = onto ? gc_fd_ino(arg) : 0;
 
+		bool copied = false;
+
 		/* A known target gets its entry before the real call: a write
 		 * through the number right after it then is synced too. */
 		if (onto && oldfd != arg)
-			gc_fd_copy(oldfd, arg);
+			copied = gc_fd_copy(oldfd, arg);
 		r = dup_real(k, oldfd, arg, flags);
 		if (r < 0 && onto && oldfd != arg) {
 			saved = errno;
@@ -795,12 +799,12 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 				gc_fd_bind(arg, prev_ino);
 			errno = saved;
 		}
-		r = dup_track(oldfd, r);
+		r = dup_track(oldfd, r, copied);
 		gc_fd_convert_end();
 		return r;
 	}
 	if ((self && !inheritable) || (onto && oldfd == arg))
-		return self ? dup_track(oldfd, dup_real(k, oldfd, arg, flags))
+		return self ? dup_track(oldfd, dup_real(k, oldfd, arg, flags), false)
 			    : dup_real(k, oldfd, arg, flags);
 	r = dup_materialized(k, oldfd, arg, flags, conv, self);
 	if (r < 0) {
