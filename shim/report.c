@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -139,13 +140,24 @@ static void bjson_str(struct buf *b, const char *s)
 	bprintf(b, "\"");
 }
 
+/* The process's name, as /proc/self/comm has it: on its main thread the
+ * thread's own, without a lookup in /proc (a new process's first costs
+ * about 10 us) */
 static void comm_of(char *comm, size_t len)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? (ssize_t)syscall(SYS_read, fd, comm, len - 1) : -1;
+	char name[17] = { 0 };
+	ssize_t n = -1;
+	int fd;
 
-	if (fd >= 0)
+	if (gc_gettid() == gc_getpid() && syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) == 0) {
+		snprintf(comm, len, "%s", name);
+		return;
+	}
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = (ssize_t)syscall(SYS_read, fd, comm, len - 1);
 		syscall(SYS_close, fd);
+	}
 	if (n <= 0)
 		n = 0;
 	comm[n] = '\0';
@@ -180,7 +192,7 @@ static const struct gc_site_desc *site_desc(const struct gc_site_area *a, int r)
 static void human_sites(struct buf *b, int pid, const char *comm, const struct gc_site_area *a,
 			const struct gc_site_ctr *ctr)
 {
-	int order[GC_SITE_ROWS], n = gc_sites_rank(ctr, order), i;
+	int order[GC_SITE_ROWS], n = ctr ? gc_sites_rank(ctr, order) : 0, i;
 	char d1[32], d2[32];
 
 	if (!n)
@@ -286,10 +298,10 @@ static void json_hist(struct buf *b, const char *name, const uint64_t *h, unsign
 		(unsigned long long)gc_hist_pct(h, n, shift, 99));
 }
 
-/* The call sites, most requests first: one object each. */
+/* The call sites, most requests first: one object each (@ctr NULL: none). */
 static void json_sites(struct buf *b, const struct gc_site_area *a, const struct gc_site_ctr *ctr)
 {
-	int order[GC_SITE_ROWS], n = gc_sites_rank(ctr, order), i;
+	int order[GC_SITE_ROWS], n = ctr ? gc_sites_rank(ctr, order) : 0, i;
 
 	for (i = 0; i < n; i++) {
 		const struct gc_site_ctr *c = &ctr[order[i]];
@@ -382,6 +394,7 @@ static void report(void)
 	static struct gc_site_ctr sites[GC_SITE_ROWS] GC_LARGE;
 	const struct gc_site_area *area = __atomic_load_n(&gc_sites_base, __ATOMIC_ACQUIRE);
 	const struct gc_stats *sp = &rep_s;
+	const struct gc_site_ctr *rows = NULL;
 	struct buf b = { .b = text, .len = sizeof(text) };
 	char comm[32];
 	int fd, pid;
@@ -389,22 +402,29 @@ static void report(void)
 	if (__atomic_exchange_n(&rep_done, 1, __ATOMIC_ACQ_REL))
 		return;
 	pid = (int)syscall(SYS_getpid);
-	/* rows counted before the segment existed stay in private memory */
-	memset(sites, 0, sizeof(sites));
-	gc_sites_sum(gc_sites_private(), sites);
-	if (area != gc_sites_private())
-		gc_sites_sum(area, sites);
-	comm_of(comm, sizeof(comm));
+	/* Rows are counted only once call sites are on (never off again):
+	 * before that the tables were never written, and reading them would
+	 * map their 40 pages one fault each. Rows counted before the segment
+	 * existed stay in private memory. */
+	if (__atomic_load_n(&gc_sites_on, __ATOMIC_ACQUIRE)) {
+		memset(sites, 0, sizeof(sites));
+		gc_sites_sum(gc_sites_private(), sites);
+		if (area != gc_sites_private())
+			gc_sites_sum(area, sites);
+		rows = sites;
+	}
+	if (gc_cfg.c_report_fmt != GC_REPORT_KV)
+		comm_of(comm, sizeof(comm));
 	switch (gc_cfg.c_report_fmt) {
 	case GC_REPORT_HUMAN:
 		fmt_human(&b, pid, comm, sp, &rep_h, &rep_e);
-		human_sites(&b, pid, comm, area, sites);
+		human_sites(&b, pid, comm, area, rows);
 		break;
 	case GC_REPORT_KV:
 		fmt_kv(&b);
 		break;
 	case GC_REPORT_JSON:
-		fmt_json(&b, pid, comm, sp, &rep_h, &rep_e, area, sites);
+		fmt_json(&b, pid, comm, sp, &rep_h, &rep_e, area, rows);
 		break;
 	}
 	if (!b.n)

@@ -26,6 +26,11 @@
  *               _exit: print "fork_faults child=C parent=P", the page
  *               faults of the N children together and the parent's own
  *               over the loop
+ *   syncforks=N fork N children one at a time, each writing and fsyncing
+ *               a file of its own and ending with exit (its exit handlers,
+ *               the library's report among them): print
+ *               "syncfork_faults child=C", the page faults of the N
+ *               children together
  *   die         end with SIGKILL (no exit handler, no _exit)
  * Prints "nosync: done" last (before die). Exit 0 when every call did
  * what it should. */
@@ -245,6 +250,30 @@ int main(int argc, char **argv)
 			printf("fork_faults child=%ld parent=%ld\n",
 			       (c1.ru_minflt + c1.ru_majflt) - (c0.ru_minflt + c0.ru_majflt),
 			       (s1.ru_minflt + s1.ru_majflt) - (s0.ru_minflt + s0.ru_majflt));
+		} else if (!strncmp(argv[i], "syncforks=", 10)) {
+			long n = atol(argv[i] + 10);
+			struct rusage c0, c1;
+			int st;
+
+			fflush(stdout);
+			getrusage(RUSAGE_CHILDREN, &c0);
+			for (long k = 0; k < n; k++) {
+				pid_t p = fork();
+
+				if (p == 0) {
+					char own[4200];
+					int fd;
+
+					snprintf(own, sizeof(own), "%s/child%ld", argv[1], k);
+					fd = open(own, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+					exit(fd < 0 || write(fd, "c", 1) != 1 || fsync(fd) || close(fd));
+				}
+				if (p < 0 || waitpid(p, &st, 0) != p || st)
+					fail("a child's sync");
+			}
+			getrusage(RUSAGE_CHILDREN, &c1);
+			printf("syncfork_faults child=%ld\n",
+			       (c1.ru_minflt + c1.ru_majflt) - (c0.ru_minflt + c0.ru_majflt));
 		} else if (!strcmp(argv[i], "die")) {
 			printf("nosync: done\n");
 			fflush(stdout);
