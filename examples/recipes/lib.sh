@@ -115,12 +115,19 @@ r_flushes() {
 	bash "$R_SLOWDISK" status --name "$R_DISK" 2>/dev/null | sed -n 's/^flushes=//p'
 }
 
-# r_env MODE REPORT: the command prefix of a run: bare, libgc (reporting to
-# the file REPORT) or eatmydata.  Printed one word a line, for mapfile.
+# r_env MODE REPORT: the command prefix of a run: bare, libgc or eatmydata.
+# Printed one word a line, for mapfile. The libgc run r_measure counts with
+# (R_COUNTING=1) writes each process's exit report to the file REPORT; the
+# timed ones write none, as a user's run: a report costs a short process
+# about 70 us (its file opened and appended to at exit), 2-3% of a
+# maildrop delivery.
+R_COUNTING=0
 r_env() {
+	local -a rep=()
+	[ "$R_COUNTING" != 1 ] || rep=("LIBGC_REPORT=$2")
 	case $1 in
 	bare) printf '%s\n' env ;;
-	libgc) printf '%s\n' env "LD_PRELOAD=$R_LIB" "LIBGC_REPORT=$2" "${R_GC_ENV[@]}" ;;
+	libgc) printf '%s\n' env "LD_PRELOAD=$R_LIB" "${rep[@]}" "${R_GC_ENV[@]}" ;;
 	eatmydata) printf '%s\n' eatmydata ;;
 	esac
 }
@@ -212,10 +219,11 @@ r_since() {
 # r_measure RUN [ARG...]: "RUN MODE ARG..." (it sets OPS, and CHECK where
 # it checks) in $R_ROUNDS pairs of bare and libgc, the order alternating
 # from pair to pair (bare libgc, libgc bare, ...: the disk's drift falls on
-# both sides), then once under eatmydata. Sets R_OPS and R_FL (per mode: the
-# median ops/s and flushes the disk served), R_CHECK (ok, or the last
-# failure) and R_RATIO (the median of the pairs' libgc / bare; with more
-# than one pair, their range beside it).
+# both sides), then once under eatmydata, then once more under libgc with
+# exit reports (untimed: the syncs and req/sync columns). Sets R_OPS and
+# R_FL (per mode: the median ops/s and flushes the disk served), R_CHECK
+# (ok, or the last failure) and R_RATIO (the median of the pairs' libgc /
+# bare; with more than one pair, their range beside it).
 r_measure() {
 	local run=$1 how i f0
 	local -a order ratios=()
@@ -237,6 +245,10 @@ r_measure() {
 		done
 		ratios+=("$(r_ratio "${last[libgc]}" "${last[bare]}" %.6f)")
 	done
+	OPS='' CHECK=ok R_COUNTING=1
+	"$run" libgc "$@"
+	R_COUNTING=0
+	[ "$CHECK" = ok ] || R_CHECK="libgc (counted): $CHECK"
 	for how in "${!ops[@]}"; do
 		# shellcheck disable=SC2086
 		R_OPS[$how]=$(r_median %.0f ${ops[$how]}) R_FL[$how]=$(r_median %.0f ${fl[$how]})
