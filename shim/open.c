@@ -1317,3 +1317,52 @@ GC_EXPORT int pipe(int fds[2])
 	WITH_ROOM(r, gc_real.pipe(fds));
 	return pipe_numbers(r, fds);
 }
+
+/* The socket calls make descriptors too: at EMFILE made again once the
+ * held descriptions gave room, as open and pipe are (a server at its
+ * limit accepts as many connections as bare), and a new 2 is noted. When
+ * the descriptor table is full, accept fails before it takes a connection
+ * off the queue: the retry loses none. */
+GC_EXPORT int socket(int domain, int type, int protocol)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_socket, domain, type, protocol);
+	GC_COUNT(socket);
+	WITH_ROOM(r, gc_real.socket(domain, type, protocol));
+	return new_number(r);
+}
+
+GC_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_socketpair, domain, type, protocol, fds);
+	GC_COUNT(socketpair);
+	WITH_ROOM(r, gc_real.socketpair(domain, type, protocol, fds));
+	return pipe_numbers(r, fds);
+}
+
+GC_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_accept4, fd, addr.__sockaddr__, len, 0);
+	GC_COUNT(accept);
+	WITH_ROOM(r, gc_real.accept(fd, addr, len));
+	return new_number(r);
+}
+
+GC_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
+{
+	int r;
+
+	if (unlikely(!gc_init()))
+		return (int)syscall(SYS_accept4, fd, addr.__sockaddr__, len, flags);
+	GC_COUNT(accept4);
+	WITH_ROOM(r, gc_real.accept4(fd, addr, len, flags));
+	return new_number(r);
+}

@@ -402,6 +402,25 @@ Test(semantics, a_process_at_its_descriptor_limit_gets_as_many_as_bare)
 	e2e_run_free(&gc);
 }
 
+/* A server at its descriptor limit, with converted O_DSYNC files whose
+ * held descriptions take numbers of its table: accept, socket and
+ * socketpair filled 8 numbers fewer than bare (16 accepted against 24,
+ * and as many sockets), since only the open, dup and pipe family made
+ * room. */
+Test(semantics, a_server_at_its_descriptor_limit_accepts_as_many_as_bare)
+{
+	const char *argv[] = { e2e_prog("lowfd"), e2e_dir(), "socks", NULL };
+	struct e2e_run bare, gc;
+	int a = 0, so = 0, pa = 0;
+
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "lowfd socks");
+	cr_expect(sscanf(bare.out, "accepted=%d sockets=%d pairs=%d", &a, &so, &pa) == 3 &&
+			  a > 16 && so > 16 && pa > 8,
+		  "bare: %s%s", bare.out, bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 /* A converted O_DSYNC open once closed the description the program opened
  * at once (its twin took the number), and an inotify watcher heard
  * IN_CLOSE_WRITE while the program was still writing ("before_close=1").

@@ -247,7 +247,8 @@ static const char *const walked[] = { "write", "pwrite", "pwrite64", "writev", "
 static const char *const not_writes[] = {
 	"fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync", "open", "open64",
 	"openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat",
-	"creat64", "close", "pipe", "pipe2", "close_range", "closefrom", "dup", "dup2", "dup3",
+	"creat64", "close", "pipe", "pipe2", "socket", "socketpair", "accept", "accept4",
+	"close_range", "closefrom", "dup", "dup2", "dup3",
 	"fcntl", "fcntl64", "sendmsg", "sendmmsg", "execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp",
 	"fexecve", "execveat", "posix_spawn", "posix_spawnp", "system", "popen", "_exit", "_Exit", "truncate",
 	"truncate64", "ftruncate", "ftruncate64", "fallocate", "fallocate64", "posix_fallocate",

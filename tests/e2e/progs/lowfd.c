@@ -9,13 +9,21 @@
  * lowfd DIR locked: the same, with a write lock (fcntl) on the first file
  * taken as soon as it is open; then a child asks whether that lock is
  * still there: "... locked=1" as bare (making room must not close a
- * descriptor of a locked file). */
+ * descriptor of a locked file).
+ * lowfd DIR socks: under RLIMIT_NOFILE 40, three times: opens 8 files
+ * O_DSYNC, then fills the table with one call until EMFILE (accept of
+ * connections a child made, socket, socketpair), counts, and closes it
+ * all: "accepted=26 sockets=26 pairs=13" as bare, with 0-2 open
+ * and nothing else inherited. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,12 +84,101 @@ static int many(const char *dir, bool lock)
 	return 0;
 }
 
+/* Opens 8 files O_DSYNC (fd[0..7]); false on a failure. */
+static bool eight(const char *dir, int *fd)
+{
+	char path[4096];
+
+	for (int i = 0; i < 8; i++) {
+		snprintf(path, sizeof(path), "%s/sock%d", dir, i);
+		fd[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+		if (fd[i] < 0)
+			return perror("lowfd: open"), false;
+	}
+	return true;
+}
+
+static void close_all(int *fd, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+}
+
+static int socks(const char *dir)
+{
+	struct rlimit rl = { 40, 40 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int l, p[2], files[8], got[128], n, accepted, sockets, pairs, st;
+	char c;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/lowfd.sock", dir);
+	unlink(sa.sun_path);
+	l = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 64) || pipe(p))
+		return perror("lowfd: listen"), 1;
+	pid = fork();
+	if (pid == 0) {
+		/* 40 connections, kept until the parent closes its end */
+		for (int i = 0; i < 40; i++) {
+			int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+			if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)))
+				_exit(1);
+		}
+		close(p[0]);
+		if (write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &c, 1) != 1)
+		return fprintf(stderr, "lowfd: no connections\n"), 1;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return perror("setrlimit"), 1;
+	if (!eight(dir, files))
+		return 1;
+	for (n = 0; n < 128 && (got[n] = accept(l, NULL, NULL)) >= 0; n++)
+		;
+	if (n == 128 || errno != EMFILE)
+		return perror("lowfd: accept"), 1;
+	accepted = n;
+	close_all(got, n);
+	close_all(files, 8);
+	if (!eight(dir, files))
+		return 1;
+	for (n = 0; n < 128 && (got[n] = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0; n++)
+		;
+	if (n == 128 || errno != EMFILE)
+		return perror("lowfd: socket"), 1;
+	sockets = n;
+	close_all(got, n);
+	close_all(files, 8);
+	if (!eight(dir, files))
+		return 1;
+	for (n = 0; n + 1 < 128 && !socketpair(AF_UNIX, SOCK_STREAM, 0, got + n); n += 2)
+		;
+	if (n + 1 >= 128 || errno != EMFILE)
+		return perror("lowfd: socketpair"), 1;
+	pairs = n / 2;
+	close_all(got, n);
+	close_all(files, 8);
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	unlink(sa.sun_path);
+	printf("accepted=%d sockets=%d pairs=%d\n", accepted, sockets, pairs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rlimit rl = { 4, 4 };
 	char path[4096];
 	int fd, w, s, d;
 
+	if (argc == 3 && !strcmp(argv[2], "socks"))
+		return socks(argv[1]);
 	if (argc == 3 && (!strcmp(argv[2], "many") || !strcmp(argv[2], "locked")))
 		return many(argv[1], !strcmp(argv[2], "locked"));
 	if (argc != 2)

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,6 +229,37 @@ int main(int argc, char **argv)
 		close(p[0]);
 		close(p[1]);
 		CHECK(close(src));
+	}
+
+	/* The calls that make sockets: a pair, and a listener's two
+	 * connections taken by accept and accept4. */
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int sp[2], l, c1, c2, a1, a2;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sp));
+		CHECK(write(sp[0], "s", 1));
+		close(sp[0]);
+		close(sp[1]);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/symcov.sock", dir);
+		unlink(sa.sun_path);
+		l = (int)CHECK(socket(AF_UNIX, SOCK_STREAM, 0));
+		CHECK(bind(l, (struct sockaddr *)&sa, sizeof(sa)));
+		CHECK(listen(l, 4));
+		c1 = (int)CHECK(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		CHECK(connect(c1, (struct sockaddr *)&sa, sizeof(sa)));
+		c2 = (int)CHECK(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		CHECK(connect(c2, (struct sockaddr *)&sa, sizeof(sa)));
+		a1 = (int)CHECK(accept(l, NULL, NULL));
+		a2 = (int)CHECK(accept4(l, NULL, NULL, SOCK_CLOEXEC));
+		CHECK(write(c1, "a", 1));
+		CHECK(write(c2, "b", 1));
+		close(a1);
+		close(a2);
+		close(c1);
+		close(c2);
+		close(l);
+		unlink(sa.sun_path);
 	}
 
 	/* The exec family: each fails (no such program) and returns, except
