@@ -119,8 +119,8 @@ r_flushes() {
 # Printed one word a line, for mapfile. The libgc run r_measure counts with
 # (R_COUNTING=1) writes each process's exit report to the file REPORT; the
 # timed ones write none, as a user's run: a report costs a short process
-# about 70 us (its file opened and appended to at exit), 2-3% of a
-# maildrop delivery.
+# tens of microseconds at exit (its file opened and appended to), a few
+# percent of a maildrop delivery.
 R_COUNTING=0
 r_env() {
 	local -a rep=()
