@@ -104,11 +104,49 @@ static void close_all(int *fd, int n)
 		close(fd[i]);
 }
 
+enum fill { BY_ACCEPT, BY_SOCKET, BY_PAIR };
+
+/* One descriptor (two for a pair) at @got by @how; how many it made. */
+static int make(enum fill how, int l, int *got)
+{
+	switch (how) {
+	case BY_ACCEPT:
+		return (got[0] = accept(l, NULL, NULL)) >= 0;
+	case BY_SOCKET:
+		return (got[0] = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0;
+	case BY_PAIR:
+		return socketpair(AF_UNIX, SOCK_STREAM, 0, got) ? 0 : 2;
+	}
+	return 0;
+}
+
+/* 8 files O_DSYNC, then descriptors made by @how until EMFILE: how many
+ * calls succeeded (-1 on another failure); everything closed again. */
+static int fill(const char *dir, enum fill how, int l)
+{
+	static const char *const name[] = { "accept", "socket", "socketpair" };
+	int files[8], got[128], n = 0, calls = 0, k;
+
+	if (!eight(dir, files))
+		return -1;
+	while (n + 1 < 128 && (k = make(how, l, got + n)) > 0) {
+		n += k;
+		calls++;
+	}
+	if (n + 1 >= 128 || errno != EMFILE) {
+		fprintf(stderr, "lowfd: %s: %s\n", name[how], strerror(errno));
+		calls = -1;
+	}
+	close_all(got, n);
+	close_all(files, 8);
+	return calls;
+}
+
 static int socks(const char *dir)
 {
 	struct rlimit rl = { 40, 40 };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int l, p[2], files[8], got[128], n, accepted, sockets, pairs, st;
+	int l, p[2], accepted, sockets, pairs, st;
 	char c;
 	pid_t pid;
 
@@ -137,33 +175,9 @@ static int socks(const char *dir)
 		return fprintf(stderr, "lowfd: no connections\n"), 1;
 	if (setrlimit(RLIMIT_NOFILE, &rl))
 		return perror("setrlimit"), 1;
-	if (!eight(dir, files))
+	if ((accepted = fill(dir, BY_ACCEPT, l)) < 0 || (sockets = fill(dir, BY_SOCKET, l)) < 0 ||
+	    (pairs = fill(dir, BY_PAIR, l)) < 0)
 		return 1;
-	for (n = 0; n < 128 && (got[n] = accept(l, NULL, NULL)) >= 0; n++)
-		;
-	if (n == 128 || errno != EMFILE)
-		return perror("lowfd: accept"), 1;
-	accepted = n;
-	close_all(got, n);
-	close_all(files, 8);
-	if (!eight(dir, files))
-		return 1;
-	for (n = 0; n < 128 && (got[n] = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0; n++)
-		;
-	if (n == 128 || errno != EMFILE)
-		return perror("lowfd: socket"), 1;
-	sockets = n;
-	close_all(got, n);
-	close_all(files, 8);
-	if (!eight(dir, files))
-		return 1;
-	for (n = 0; n + 1 < 128 && !socketpair(AF_UNIX, SOCK_STREAM, 0, got + n); n += 2)
-		;
-	if (n + 1 >= 128 || errno != EMFILE)
-		return perror("lowfd: socketpair"), 1;
-	pairs = n / 2;
-	close_all(got, n);
-	close_all(files, 8);
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	unlink(sa.sun_path);
