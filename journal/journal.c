@@ -175,7 +175,7 @@ static void device_refresh(struct gc_domain *d, uint64_t now)
 static void mode_log(const struct gc_domain *d, uint64_t now, bool timed)
 {
 	const struct gc_policy_state *ps = &d->j_policy;
-	char why[200];
+	char why[320];
 
 	if (gc_cfg.c_log < GC_LOG_DEBUG)
 		return;
@@ -183,6 +183,17 @@ static void mode_log(const struct gc_domain *d, uint64_t now, bool timed)
 		snprintf(why, sizeof(why),
 			 "from own timing: the shortest direct call of two epochs %llu us, from several threads",
 			 (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC));
+	else if (ps->ps_oc_probe && ps->ps_oc_early && ps->ps_oc_paid)
+		snprintf(why, sizeof(why),
+			 "a probe, from the watch: grouping no longer evidently pays, %u%% of recent transactions waited for peers past a flush, %u.%u requests a transaction, the hold's last stretch %llu us a request",
+			 ps->ps_waited_x256 * 100 / 256, ps->ps_batch_x16 / 16,
+			 ps->ps_batch_x16 % 16 * 10 / 16,
+			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
+	else if (ps->ps_oc_probe && ps->ps_oc_early)
+		snprintf(why, sizeof(why),
+			 "a probe, from the watch: the hold's last stretch %llu us a request, the other mode %llu us when compared",
+			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
+			 (unsigned long long)(ps->ps_oc_other_ns / GC_NSEC_PER_USEC));
 	else if (ps->ps_oc_probe)
 		snprintf(why, sizeof(why),
 			 "a probe, from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us",

@@ -121,7 +121,7 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
 	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT &&
-	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
+	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_early <= 1 && ps->ps_oc_paid <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
 	       ps->ps_oc_hold <= GC_FB_HOLD_MAX;
 }
 
@@ -239,6 +239,7 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	 * afresh */
 	__atomic_store_n(&ps->ps_oc_mode, GC_FB_GROUP, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_start, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_watch, 0, __ATOMIC_RELAXED);
 	ps->ps_oc_probe = 0;
 	ps->ps_oc_chosen = 0;
 	ps->ps_oc_hold = GC_FB_HOLD_MIN;
@@ -289,10 +290,15 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 	}
 	/* grouped or timed direct calls until the outcome check's stretch
 	 * ends; the device unknown, timed direct calls until the epoch ends */
-	if (f)
+	if (f) {
+		/* and, a hold watched, until its stretch ends */
+		at = __atomic_load_n(&ps->ps_oc_watch, __ATOMIC_RELAXED);
+		if (at)
+			until = at <= now ? now : min_u64(until, at);
 		return mode_verdict(__atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED),
 				    __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
 				    __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now, until);
+	}
 	return mode_verdict(GC_FB_DIRECT, __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
 			    __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now, until);
 }
@@ -461,7 +467,9 @@ static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint
 	uint64_t first = oc_len(ps);
 
 	__atomic_store_n(&ps->ps_oc_mode, mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_oc_watch, 0, __ATOMIC_RELAXED);
 	ps->ps_oc_probe = probe;
+	ps->ps_oc_early = 0;
 	ps->ps_oc_txns = ps->ps_txns;
 	ps->ps_oc_commits = ps->ps_commit_samples;
 	__atomic_store_n(&ps->ps_oc_len, len, __ATOMIC_RELAXED);
@@ -479,14 +487,24 @@ static void oc_probe(struct gc_policy_state *ps, uint32_t mode, uint64_t ref, ui
 	oc_start(ps, mode, true, 2 * oc_len(ps), now);
 }
 
-/* Holds @mode for @hold stretches. */
+/* Holds @mode for @hold stretches, chosen over the other mode's requests,
+ * answered in @other on average (0: not compared), with the standard
+ * error squared @other_se2: then watched from its second stretch on. */
 static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
-		    uint32_t hold, uint64_t now)
+		    uint32_t hold, uint64_t other, uint64_t other_se2, bool paid, uint64_t now)
 {
+	uint64_t first = oc_len(ps);
+
 	ps->ps_oc_hold = hold;
 	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
 		seen_fold(ps, pc, now);
-	oc_start(ps, mode, false, sat_mul(oc_len(ps), hold), now);
+	oc_start(ps, mode, false, sat_mul(first, hold), now);
+	ps->ps_oc_other_ns = other;
+	ps->ps_oc_other_se2 = other_se2;
+	ps->ps_oc_mark_ns = ps->ps_oc_mark_n = ps->ps_oc_mark_sq = 0;
+	ps->ps_oc_paid = paid;
+	if ((other || paid) && hold > 2)
+		__atomic_store_n(&ps->ps_oc_watch, now + 2 * first, __ATOMIC_RELAXED);
 }
 
 /* The hold for a mode that answered in @win against the other's @lose
@@ -548,19 +566,21 @@ static uint64_t se2_us2(uint64_t n, uint64_t sum, uint64_t sq)
  * noise as a win held the losing mode for a whole hold. Requests that
  * shared a commit are not independent, so the error is understated; two
  * of them is the margin. */
+static bool sooner_beyond_noise(uint64_t mean, uint64_t se2, uint64_t ref, uint64_t ref_se2)
+{
+	double d;
+
+	if (mean >= ref || se2 == UINT64_MAX || ref_se2 == UINT64_MAX)
+		return false;
+	d = (double)(ref - mean) / GC_NSEC_PER_USEC;
+	return d * d > 4.0 * ((double)se2 + (double)ref_se2);
+}
+
 static bool oc_beyond_noise(const struct gc_policy_state *ps, uint64_t mean, uint64_t se2)
 {
-	double d, lim;
-
-	if (mean >= ps->ps_oc_ref_ns)
-		return false;
 	if (!ps->ps_oc_chosen)
-		return true;
-	if (se2 == UINT64_MAX || ps->ps_oc_ref_se2 == UINT64_MAX)
-		return false;
-	d = (double)(ps->ps_oc_ref_ns - mean) / GC_NSEC_PER_USEC;
-	lim = 4.0 * ((double)se2 + (double)ps->ps_oc_ref_se2);
-	return d * d > lim;
+		return mean < ps->ps_oc_ref_ns;
+	return sooner_beyond_noise(mean, se2, ps->ps_oc_ref_ns, ps->ps_oc_ref_se2);
 }
 
 /* The requests measured since measure_from(): how many (returned), their
@@ -573,6 +593,52 @@ static uint64_t measured(const struct gc_policy_state *ps, uint64_t *mean, uint6
 	*mean = n ? sum / n : 0;
 	*se2 = se2_us2(n, sum, __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED));
 	return n;
+}
+
+/*
+ * A watched hold's stretch ended, not its last: its requests against the
+ * mode the hold was chosen over. Where that mode had answered sooner,
+ * beyond the noise, the hold stops winning: that mode is probed at once
+ * against this stretch (true). Grouping that evidently pays is not (see
+ * oc_grouping_pays). A hold is chosen on two stretches and lasts up to
+ * 64: threads that start in step (8 threads pausing 5 ms between
+ * SQLite-DELETE-like transactions, all begun at once) chose grouping on
+ * their start, then were held grouped at half again direct calls'
+ * latency for 0.4 s, a quarter of a run.
+ */
+static bool oc_watch(struct gc_policy_state *ps, uint32_t mode, uint64_t now)
+{
+	uint64_t n = __atomic_load_n(&ps->ps_oc_lat_n, __ATOMIC_RELAXED);
+	uint64_t sum = __atomic_load_n(&ps->ps_oc_lat_ns, __ATOMIC_RELAXED);
+	uint64_t sq = __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED);
+	uint64_t sn = n - ps->ps_oc_mark_n, ssum = sum - ps->ps_oc_mark_ns;
+	uint64_t mean = sn && sn <= n ? ssum / sn : 0, se2 = se2_us2(sn, ssum, sq - ps->ps_oc_mark_sq);
+	uint64_t next = now + oc_len(ps), cl2;
+	uint64_t end = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) +
+		       __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
+
+	ps->ps_oc_mark_n = n;
+	ps->ps_oc_mark_ns = sum;
+	ps->ps_oc_mark_sq = sq;
+	/* grouped, the requests of one commit are answered together: a
+	 * stretch holds as many samples as commits, not requests (the
+	 * error squared times the requests a transaction; counted by
+	 * requests, the watch read a stretch of the noise of threads that
+	 * pause 2 ms as grouping lost, and 16 of them ran 1.0x bare on
+	 * direct calls where held grouped they ran 1.1x) */
+	cl2 = se2;
+	if (mode == GC_FB_GROUP && se2 != UINT64_MAX && ps->ps_batch_x16 > 16)
+		cl2 = sat_mul(se2, ps->ps_batch_x16) / 16;
+	if (mean && !(mode == GC_FB_GROUP && oc_grouping_pays(ps)) &&
+	    (ps->ps_oc_paid ||
+	     sooner_beyond_noise(ps->ps_oc_other_ns, ps->ps_oc_other_se2, mean, cl2))) {
+		ps->ps_oc_last_ns = mean;
+		oc_probe(ps, !mode, mean, se2, now);
+		ps->ps_oc_early = 1;
+		return true;
+	}
+	__atomic_store_n(&ps->ps_oc_watch, next < end ? next : 0, __ATOMIC_RELAXED);
+	return false;
 }
 
 static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
@@ -589,6 +655,10 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		oc_start(ps, GC_FB_GROUP, false, 2 * oc_len(ps), now);
 		return false;
 	}
+	if (!ps->ps_oc_probe && __atomic_load_n(&ps->ps_oc_watch, __ATOMIC_RELAXED) &&
+	    !span_due(__atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
+		      __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now))
+		return oc_watch(ps, mode, now);
 	ps->ps_oc_last_ns = mean;
 	ps->ps_oc_cost_ns = all;
 	if (!ps->ps_oc_probe) {
@@ -608,7 +678,8 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		/* a hold ended: try the other mode for a stretch, unless
 		 * grouping waits too little to lose, or nothing was measured */
 		if (!n || (mode == GC_FB_GROUP && oc_grouping_pays(ps))) {
-			oc_hold(ps, pc, mode, hold_doubled(ps->ps_oc_hold), now);
+			oc_hold(ps, pc, mode, hold_doubled(ps->ps_oc_hold), ps->ps_oc_other_ns,
+				ps->ps_oc_other_se2, n != 0, now);
 			return false;
 		}
 		/* the evidence of the domain's first commits is its start-up's
@@ -625,9 +696,11 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 	/* a probe ended: its mode holds if it answered sooner, beyond the
 	 * noise where the held mode had won before */
 	if (n && oc_beyond_noise(ps, mean, se2))
-		oc_hold(ps, pc, mode, hold_for(mean, ps->ps_oc_ref_ns), now);
+		oc_hold(ps, pc, mode, hold_for(mean, ps->ps_oc_ref_ns), ps->ps_oc_ref_ns,
+			ps->ps_oc_ref_se2, false, now);
 	else
-		oc_hold(ps, pc, !mode, hold_for(ps->ps_oc_ref_ns, n && all > mean ? all : mean), now);
+		oc_hold(ps, pc, !mode, hold_for(ps->ps_oc_ref_ns, n && all > mean ? all : mean),
+			n ? mean : 0, se2, false, now);
 	if (n)
 		ps->ps_oc_chosen = 1;
 	return true;
@@ -641,10 +714,14 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 	if (pc->pc_kind != GC_POL_ADAPTIVE || !pc->pc_probe)
 		return false;
 	f = gc_policy_device_flush(ps, now);
-	if (f)
+	if (f) {
+		uint64_t w = __atomic_load_n(&ps->ps_oc_watch, __ATOMIC_RELAXED);
+
 		return f >= GC_DEVICE_GROUP_NS &&
-		       span_due(__atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
-				__atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now);
+		       ((w && w <= now) ||
+			span_due(__atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED),
+				 __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now));
+	}
 	return span_due(__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
 			__atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now);
 }

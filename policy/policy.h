@@ -107,7 +107,20 @@ struct gc_policy_state {
 	uint32_t ps_oc_chosen;		/* the held mode won a comparison (not the
 					 * device's first choice): a probe takes its
 					 * place only beyond the noise */
+	uint32_t ps_oc_early;		/* this probe began before its hold's end (oc_watch) */
+	/* The watch over a hold chosen by a comparison: at the end of each
+	 * stretch from its second, the stretch's requests against the
+	 * mode it was chosen over; answered later beyond the noise, the
+	 * hold ends in a probe of that mode at once. */
+	uint64_t ps_oc_watch;		/* the next stretch's end (0: not watched) (atomic) */
+	uint32_t ps_oc_paid;		/* held unprobed because grouping evidently paid:
+					 * once it no longer does, probed at once */
 	uint32_t ps_oc_pad;
+	uint64_t ps_oc_other_ns;	/* the other mode's mean when compared (0: never) */
+	uint64_t ps_oc_other_se2;	/* and its standard error squared, us^2 */
+	uint64_t ps_oc_mark_ns;		/* the measure's sums at the last stretch's end */
+	uint64_t ps_oc_mark_n;
+	uint64_t ps_oc_mark_sq;
 	uint32_t ps_waited_x256;	/* EWMA (1/8) of transactions that waited for peers (oc_grouping_pays), x256 */
 	uint32_t ps_oc_txns;		/* ps_txns when this hold or stretch began */
 	/* Threads seen making direct calls, sampled without a lock (hashed by
