@@ -192,7 +192,7 @@ help:
 	@echo 'make recipes    real programs (SQLite, PostgreSQL, Redis, maildir, git, Berkeley DB) bare vs libgc on slow disks (root)'
 	@echo 'make compat     Python'"'"'s and SQLite'"'"'s own test suites, bare and under libgc (~10 min)'
 	@echo 'make bench-dirty a cold-file reader vs one streaming writer, bare and libgc, with and without gcd (~3 min, root)'
-	@echo 'make bench-shapes the policy on 17 shapes of work, bare vs default vs none vs fixed waits (~1 h; SHAPES=quick ~10 min, root)'
+	@echo 'make bench-shapes the policy on 18 shapes of work, bare vs default vs none vs fixed waits (~1 h; SHAPES=quick ~10 min, root)'
 	@echo 'make crashtest  TRIALS=N [SEED=S] power-cut trials (records, a mail spool, a process a record) with a summary table'
 	@echo 'make crashtest-spool  TRIALS=N the spool trials only'
 	@echo 'make asan       unit tests and the journal stress under AddressSanitizer/UBSan'

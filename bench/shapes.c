@@ -54,6 +54,7 @@ struct opts {
 	double think_us;	/* exponential mean between transactions; 0: none */
 	double slow_us;		/* worker 0 thinks with this mean instead; 0: none */
 	double burst_on_ms, burst_off_ms; /* all work in the on-phases only */
+	double change_s;	/* the think time begins this far into the run; 0: at once */
 	double secs;
 	unsigned seed;
 	const char *dir;
@@ -62,6 +63,7 @@ struct opts {
 
 struct result {
 	uint64_t txns, reqs, errors;
+	uint64_t after;		/* transactions begun after the change (-c) */
 	uint64_t hist[BUCKETS];	/* transaction latency, ns */
 };
 
@@ -295,7 +297,7 @@ static void *worker_run(void *arg)
 	for (txn = 0; !__atomic_load_n(&w->sh->stop, __ATOMIC_RELAXED); txn++) {
 		uint64_t t0, t1;
 
-		if (think > 0)
+		if (think > 0 && gc_now_ns() - w->sh->t0 >= (uint64_t)(o->change_s * 1e9))
 			sleep_ns(exp_ns(&w->rng, think));
 		burst_wait(w);
 		t0 = gc_now_ns();
@@ -305,6 +307,8 @@ static void *worker_run(void *arg)
 			break;
 		t1 = gc_now_ns();
 		r->txns++;
+		if (o->change_s > 0 && t0 - w->sh->t0 >= (uint64_t)(o->change_s * 1e9))
+			r->after++;
 		r->hist[bucket(t1 - t0)]++;
 		if (t1 >= deadline)
 			break;
@@ -320,10 +324,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [-t N | -p N] -k wal|spool|delete [-m fdatasync|fsync|mixed] [-S]\n"
-		"       [-T THINK_US] [-l SLOW_US] [-b ON_MS:OFF_MS] [-d SECS] [-r SEED] [-D DIR] [-q]\n"
+		"       [-T THINK_US] [-c SECS] [-l SLOW_US] [-b ON_MS:OFF_MS] [-d SECS] [-r SEED] [-D DIR] [-q]\n"
 		"  -t/-p  N threads or forked processes (1)  -k  the transaction's shape\n"
 		"  -m     how files are synced (fdatasync)   -S  wal: one log shared by all\n"
 		"  -T     exponential think time, mean in us, between transactions (0: none)\n"
+		"  -c     the think time begins SECS into the run (a change of shape: a storm,\n"
+		"         then pauses); prints the rate after it too\n"
 		"  -l     worker 0 thinks with this mean instead: one slow worker\n"
 		"  -b     work only in on-phases of ON ms, every ON+OFF ms (bursts)\n"
 		"  -d     seconds (2)   -r  seed of the think times (1)   -D  directory (.)\n",
@@ -363,7 +369,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	char *colon;
 
 	*o = (struct opts){ .workers = 1, .secs = 2, .seed = 1, .dir = "." };
-	while ((c = getopt(argc, argv, "t:p:k:m:ST:l:b:d:r:D:qh")) != -1) {
+	while ((c = getopt(argc, argv, "t:p:k:m:ST:c:l:b:d:r:D:qh")) != -1) {
 		switch (c) {
 		case 'p':
 			o->processes = 1;
@@ -383,6 +389,9 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'T':
 			o->think_us = num("think time", optarg, 0, 1e7);
+			break;
+		case 'c':
+			o->change_s = num("change", optarg, 0, 1e5);
 			break;
 		case 'l':
 			o->slow_us = num("slow think time", optarg, 0, 1e7);
@@ -461,7 +470,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct shared *sh;
 	struct worker *ws;
-	uint64_t hist[BUCKETS] = { 0 }, txns = 0, reqs = 0, errors = 0, t1;
+	uint64_t hist[BUCKETS] = { 0 }, txns = 0, after = 0, reqs = 0, errors = 0, t1;
 	size_t len;
 	int i, go[2], failed = 0, dirfd;
 	double secs;
@@ -524,6 +533,7 @@ int main(int argc, char **argv)
 	t1 = gc_now_ns();
 	for (i = 0; i < o.workers; i++) {
 		txns += sh->res[i].txns;
+		after += sh->res[i].after;
 		reqs += sh->res[i].reqs;
 		errors += sh->res[i].errors;
 		for (unsigned b = 0; b < BUCKETS; b++)
@@ -535,12 +545,15 @@ int main(int argc, char **argv)
 	secs = (double)(t1 - sh->t0) / 1e9;
 	printf("shapes: shape=%s workers=%d mode=%s kind=%s think_us=%g slow_us=%g bursts=%g:%g "
 	       "txns=%llu reqs=%llu secs=%.3f txn_per_s=%.1f syncs_per_txn=%d "
-	       "txn_p50_us=%.0f txn_p99_us=%.0f errors=%llu\n",
+	       "txn_p50_us=%.0f txn_p99_us=%.0f ",
 	       shape_names[o.shape], o.workers, o.processes ? "processes" : "threads",
 	       kind_names[o.kind], o.think_us, o.slow_us, o.burst_on_ms, o.burst_off_ms,
 	       (unsigned long long)txns, (unsigned long long)reqs, secs,
 	       secs > 0 ? (double)txns / secs : 0, shape_syncs[o.shape],
-	       quantile(hist, txns, 0.5) / 1e3, quantile(hist, txns, 0.99) / 1e3,
-	       (unsigned long long)errors);
+	       quantile(hist, txns, 0.5) / 1e3, quantile(hist, txns, 0.99) / 1e3);
+	if (o.change_s > 0)
+		printf("change_s=%g after_per_s=%.1f ", o.change_s,
+		       secs > o.change_s ? (double)after / (secs - o.change_s) : 0);
+	printf("errors=%llu\n", (unsigned long long)errors);
 	return errors ? 1 : 0;
 }

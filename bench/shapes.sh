@@ -33,6 +33,7 @@ all_shapes=(
 	"delete-t0.5   -k delete -T 500"
 	"delete-t2     -k delete -T 2000"
 	"delete-t5     -k delete -T 5000"
+	"delete-change -k delete -T 5000 -c 0.5"
 	"spool         -k spool"
 	"spool-t2      -k spool -T 2000"
 	"log-shared    -k wal -S"
@@ -148,6 +149,8 @@ run() {
 		"${a[@]}" -d "$secs" -r "$seed" -D "$d" -q 2>"$work/err" | tail -n 1) || true
 	if [[ $line == *" errors=0"* ]]; then
 		VAL=$(sed -n 's/.* txn_per_s=\([^ ]*\).*/\1/p' <<<"$line")
+		# a change of shape: the rate after it, where the policy must notice
+		[[ $line != *" after_per_s="* ]] || VAL=$(sed -n 's/.* after_per_s=\([^ ]*\).*/\1/p' <<<"$line")
 	else
 		log "bench-shapes: $id N=$n $cond $wait failed: $(tail -n 2 "$work/err" | tr '\n' ' ')"
 	fi
