@@ -121,7 +121,8 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 bool gc_policy_check(const struct gc_policy_state *ps)
 {
 	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT &&
-	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_early <= 1 && ps->ps_oc_paid <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
+	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_early <= 1 &&
+	       ps->ps_oc_paid <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
 	       ps->ps_oc_hold <= GC_FB_HOLD_MAX;
 }
 

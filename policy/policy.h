@@ -86,7 +86,8 @@ struct gc_policy_state {
 	 * request latency (the program's call to its answer), all but the
 	 * first stretch of each, is chosen: outright against the device's
 	 * first choice, beyond twice the standard error against a mode
-	 * that won a comparison. */
+	 * that won a comparison. A hold is watched stretch by stretch
+	 * (ps_oc_watch below) and ends early once it stops winning. */
 	uint32_t ps_oc_mode;		/* GC_FB_GROUP or GC_FB_DIRECT: this stretch (atomic) */
 	uint32_t ps_oc_probe;		/* this stretch probes ps_oc_mode */
 	uint32_t ps_oc_hold;		/* stretches of the next hold */
