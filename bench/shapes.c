@@ -270,7 +270,7 @@ static void *worker_run(void *arg)
 	const struct opts *o = w->o;
 	struct result *r = &w->sh->res[w->id];
 	double think = w->id == 0 && o->slow_us > 0 ? o->slow_us : o->think_us;
-	uint64_t deadline, txn, reqs = 0;
+	uint64_t deadline, change, txn, reqs = 0;
 	struct wstate *s = calloc(1, sizeof(*s));
 	char go;
 
@@ -294,10 +294,11 @@ static void *worker_run(void *arg)
 	while (read(w->gofd, &go, 1) < 0 && errno == EINTR)
 		;
 	deadline = w->sh->t0 + (uint64_t)(o->secs * 1e9);
+	change = w->sh->t0 + (uint64_t)(o->change_s * 1e9);
 	for (txn = 0; !__atomic_load_n(&w->sh->stop, __ATOMIC_RELAXED); txn++) {
 		uint64_t t0, t1;
 
-		if (think > 0 && gc_now_ns() - w->sh->t0 >= (uint64_t)(o->change_s * 1e9))
+		if (think > 0 && (!o->change_s || gc_now_ns() >= change))
 			sleep_ns(exp_ns(&w->rng, think));
 		burst_wait(w);
 		t0 = gc_now_ns();
@@ -307,8 +308,7 @@ static void *worker_run(void *arg)
 			break;
 		t1 = gc_now_ns();
 		r->txns++;
-		if (o->change_s > 0 && t0 - w->sh->t0 >= (uint64_t)(o->change_s * 1e9))
-			r->after++;
+		r->after += t0 >= change;
 		r->hist[bucket(t1 - t0)]++;
 		if (t1 >= deadline)
 			break;
