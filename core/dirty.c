@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -31,10 +32,45 @@ enum { SLOT_NEW, SLOT_TRACK, SLOT_SKIP };
 
 struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS] GC_LARGE;
 
+/* The rest of a slot, for the slow path only: mapped at the first slow path
+ * of the process (1 MiB, never a huge page), so that the zeroed data every
+ * write touches stays small (core/dirty.h). [the slot's lock] */
+struct dirty_cold {
+	uint64_t c_dev, c_ino;		/* the file the slot was classified for */
+	struct gc_dirty_range c_ring[GC_DIRTY_RING];
+};
+static struct dirty_cold *cold;		/* [atomic] GC_DIRTY_FDS of them; set once */
+
+static struct dirty_cold *cold_of(const struct gc_dirty_slot *s)
+{
+	return &cold[s - gc_dirty_slots];
+}
+
+/* Maps the slots' other halves, once; false if that cannot be done (the
+ * descriptor is then not limited). */
+static bool cold_map(void)
+{
+	size_t len = GC_DIRTY_FDS * sizeof(struct dirty_cold);
+	struct dirty_cold *c = NULL, *fresh;
+
+	if (__atomic_load_n(&cold, __ATOMIC_ACQUIRE))
+		return true;
+	fresh = gc_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return false;
+	/* a page touched is a page, where huge pages are always on */
+	gc_sys_madvise(fresh, len, MADV_NOHUGEPAGE);
+	if (!__atomic_compare_exchange_n(&cold, &c, fresh, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		munmap(fresh, len);
+	return true;
+}
+
 /* A bit per slot that may hold ranges: set as a slot's first range is
  * added, cleared as its last goes, both under the slot's lock. The idle
  * sweep visits these slots only; reading all 4096 slots' counts mapped the
- * table's 1.5 MiB, 384 page faults in every process the limiter saw. A
+ * whole table (then 1.5 MiB: 384 page faults) in every process the limiter
+ * saw. A
  * fork child keeps its parent's bits, unwritten (no page copied): its
  * slots are of an older generation, and a stale bit costs a try-lock. */
 static uint64_t busy_map[GC_DIRTY_FDS / 64];
@@ -210,7 +246,7 @@ static void ring_drop(struct gc_dirty_slot *s)
 	uint32_t i;
 
 	for (i = 0; i < s->s_n; i++)
-		bytes += s->s_ring[(s->s_head + i) % GC_DIRTY_RING].r_len;
+		bytes += cold_of(s)->c_ring[(s->s_head + i) % GC_DIRTY_RING].r_len;
 	if (bytes && s->s_devi >= 0)
 		__atomic_sub_fetch(&devs[s->s_devi].dd_inflight, (int64_t)bytes,
 				   __ATOMIC_RELAXED);
@@ -299,7 +335,7 @@ static uint64_t page_size(void)
  * writeback were written again after their writeback: a later window's. */
 static void wait_oldest(struct gc_dirty_slot *s, int fd, uint64_t deadline)
 {
-	struct gc_dirty_range *rg = &s->s_ring[s->s_head];
+	struct gc_dirty_range *rg = &cold_of(s)->c_ring[s->s_head];
 	struct dirty_dev *dd = &devs[s->s_devi];
 	uint64_t t0 = gc_now_ns(), now = t0, seen_at = 0, done, ns;
 	int64_t left, seen = 0;
@@ -356,6 +392,7 @@ static uint64_t range_due(struct dirty_dev *dd, uint64_t len, uint64_t now)
  * is written back by each write already. */
 static bool classify(struct gc_dirty_slot *s, int fd)
 {
+	struct dirty_cold *c = cold_of(s);
 	struct stat st;
 	struct statfs sf;
 	long fl;
@@ -364,16 +401,16 @@ static bool classify(struct gc_dirty_slot *s, int fd)
 	if (syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode))
 		goto skip;
 	if (s->s_state != SLOT_NEW &&
-	    (s->s_dev != (uint64_t)st.st_dev || s->s_ino != (uint64_t)st.st_ino)) {
+	    (c->c_dev != (uint64_t)st.st_dev || c->c_ino != (uint64_t)st.st_ino)) {
 		/* the number names another file now: its old ranges are not ours */
 		ring_drop(s);
 	}
-	s->s_dev = (uint64_t)st.st_dev;
-	s->s_ino = (uint64_t)st.st_ino;
+	c->c_dev = (uint64_t)st.st_dev;
+	c->c_ino = (uint64_t)st.st_ino;
 	fl = syscall(SYS_fcntl, fd, F_GETFL);
 	if (fl < 0 || (fl & (O_DIRECT | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY)
 		goto skip;
-	i = dev_index(s->s_dev);
+	i = dev_index(c->c_dev);
 	if (i < 0)
 		goto skip;
 	if (!__atomic_load_n(&devs[i].dd_ok, __ATOMIC_ACQUIRE)) {
@@ -413,7 +450,7 @@ static void age_idle(int self, uint64_t now)
 			    !slot_trylock(s))
 				continue;
 			last = (s->s_head + s->s_n - 1) % GC_DIRTY_RING;
-			if (s->s_n && now - s->s_ring[last].r_start_ns > AGE_NS)
+			if (s->s_n && now - cold_of(s)->c_ring[last].r_start_ns > AGE_NS)
 				ring_drop(s);
 			slot_unlock(s);
 		}
@@ -454,7 +491,7 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 	if (!gc_dirty_obs_due(&dd->dd_ps, now) || !dev_lock(dd))
 		return;
 	if (gc_dirty_obs_due(&dd->dd_ps, now)) {
-		if (gc_devstats_io(s->s_dev, now, &io)) {
+		if (gc_devstats_io(cold_of(s)->c_dev, now, &io)) {
 			/* Paced writers write at the bandwidth they believe in, and
 			 * the device then does just that: only its counters (bytes
 			 * per time busy) can tell it could do more. */
@@ -467,7 +504,7 @@ static void observe(struct gc_dirty_slot *s, int fd, uint64_t now)
 			/* no observer: look again later */
 			__atomic_store_n(&dd->dd_ps.ds_obs_at, now, __ATOMIC_RELAXED);
 		}
-		disk_sample(dd, s->s_dev, now);
+		disk_sample(dd, cold_of(s)->c_dev, now);
 	}
 	sweep = now - dd->dd_aged_at > AGE_NS;
 	if (sweep)
@@ -496,6 +533,10 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	/* Nested, or a signal handler that interrupted library code. */
 	if (gc_depth || gc_cfg.c_dirty.dc_mode == GC_DIRTY_OFF || !dirty_self())
 		return;
+	if (!cold_map()) {
+		__atomic_store_n(&s->s_thresh, GC_DIRTY_RECHECK, __ATOMIC_RELAXED);
+		return;
+	}
 	gc_depth++;
 	saved = errno;
 	/* a thread cancelled with the slot held would leave it held */
@@ -555,7 +596,7 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	}
 	gc_stat_inc(dirty_started);
 	gc_stat_add(dirty_started_bytes, end - start);
-	s->s_ring[(s->s_head + s->s_n) % GC_DIRTY_RING] = (struct gc_dirty_range){
+	cold_of(s)->c_ring[(s->s_head + s->s_n) % GC_DIRTY_RING] = (struct gc_dirty_range){
 		.r_off = start,
 		.r_len = end - start,
 		.r_start_ns = now,
@@ -610,6 +651,8 @@ void gc_dirty_set_cachestat(int state)
 void gc_dirty_reset(void)
 {
 	memset(gc_dirty_slots, 0, sizeof(gc_dirty_slots));
+	if (cold)
+		memset(cold, 0, GC_DIRTY_FDS * sizeof(*cold));
 	memset(busy_map, 0, sizeof(busy_map));
 	memset(devs, 0, sizeof(devs));
 	dirty_gen = 1;

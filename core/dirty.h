@@ -31,6 +31,11 @@ struct gc_dirty_range {
 	uint64_t r_due_ns;		/* when the device should have written it */
 };
 
+/* What a write reads and writes, one cache line a descriptor. The file the
+ * slot was classified for and its ring of ranges, which only the slow path
+ * reads, are kept apart (dirty.c): in the zeroed data they made the table
+ * 1.5 MiB and the library's zeroed mapping large enough for a transparent
+ * huge page, which the first write then allocated and cleared whole. */
 struct gc_dirty_slot {
 	uint64_t s_pending;		/* bytes written since the last window (atomic) */
 	uint64_t s_thresh;		/* s_pending that calls the slow path; 0 = GC_DIRTY_FIRST */
@@ -41,8 +46,6 @@ struct gc_dirty_slot {
 	uint32_t s_state;		/* SLOT_* in dirty.c */
 	int32_t s_devi;			/* index in the device table */
 	uint32_t s_head, s_n;		/* ring of ranges under writeback */
-	uint64_t s_dev, s_ino;		/* the file the slot was classified for */
-	struct gc_dirty_range s_ring[GC_DIRTY_RING];
 } __attribute__((aligned(64)));
 
 extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];

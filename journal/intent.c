@@ -131,7 +131,13 @@ static struct {
 	.files_mu = PTHREAD_MUTEX_INITIALIZER,
 	.v = { .v_logfd = -1, .v_ctlfd = -1 },
 };
-static struct gi_file gi_files[GI_FILES] GC_LARGE;
+/* Mapped with the first file tracked (1.7 MiB, never a huge page): in the
+ * zeroed data it made the library's mapping there large enough to hold a
+ * transparent huge page (test_startup: zeroed_data_too_small_for_a_huge_page).
+ * Set once, under files_mu, before gi.nfiles counts any entry: every entry
+ * read (below gi.nfiles, or named by a descriptor's or a write's entry
+ * made since) is in it. */
+static struct gi_file *gi_files;
 static struct gi_fdent gi_fds[GI_FDS] GC_LARGE;
 
 /* ---- write counts, shared by every process of the user ----
@@ -546,6 +552,23 @@ static int fd_fid(int fd, struct gi_fid *fid)
 
 /* ---- which file a descriptor names ---- */
 
+/* gi_files, mapped once (files_mu held); false if it cannot be. */
+static bool files_map(void)
+{
+	size_t len = GI_FILES * sizeof(struct gi_file);
+	void *m;
+
+	if (gi_files)
+		return true;
+	m = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+	if (m == MAP_FAILED)
+		return false;
+	syscall(SYS_madvise, m, len, MADV_NOHUGEPAGE);
+	__atomic_store_n(&gi_files, (struct gi_file *)m, __ATOMIC_RELEASE);
+	return true;
+}
+
 static struct gi_file *file_find(uint64_t dev, uint64_t ino)
 {
 	int i, n = __atomic_load_n(&gi.nfiles, __ATOMIC_ACQUIRE);
@@ -638,7 +661,7 @@ static struct gi_file *file_of(int fd, const struct stat *st)
 			goto out_none;
 		pthread_mutex_lock(&gi.files_mu);
 		f = file_find((uint64_t)st->st_dev, (uint64_t)st->st_ino);
-		if (!f) {
+		if (!f && files_map()) {
 			int k, nf = gi.nfiles;
 
 			/* a forgotten entry, else the next new one */

@@ -16,6 +16,10 @@
  *   maps        print "unwind=0|1": is libunwind mapped
  *   text        print "libtext=K of T": the KiB of the preloaded libgc.so's
  *               code that this process has mapped, of its T KiB
+ *   zeroed      print "zeroed=K nohuge=N": the KiB of the anonymous mapping
+ *               right after the preloaded libgc.so's last one (its zeroed
+ *               data), and how many mappings refuse huge pages (smaps'
+ *               VmFlags nh)
  *   closehigh   close 256-319, none of them opened: print "close_ebadf=N"
  *   dup2high    (after sync) dup2 DIR/synced onto 256-263 and fsync 20
  *               times through them: print "dup2_ok=N stray=B", B the bytes
@@ -160,6 +164,36 @@ static void print_text(void)
 	printf("libtext=%ld of %ld\n", rss, size);
 }
 
+/* The library's zeroed data (.bss), which the loader maps anonymous right
+ * after the file's last mapping; and the mappings made with
+ * MADV_NOHUGEPAGE, which only the library makes here. */
+static void print_zeroed(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[4096], name[4096];
+	unsigned long lo, hi, prev_hi = 0, kib = 0;
+	int prev_lib = 0, nohuge = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &lo, &hi, name) >= 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			int lib, anon = sscanf(line, "%*x-%*x %*s %*s %*s %*s %4095s", name) < 1;
+			const char *base = anon ? "" : strrchr(name, '/');
+
+			lib = base && !strcmp(base, "/libgc.so");
+			if (anon && prev_lib && lo == prev_hi)
+				kib = (hi - lo) / 1024;
+			prev_lib = lib;
+			prev_hi = hi;
+		} else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " nh")) {
+			nohuge++;
+		}
+	}
+	if (f)
+		fclose(f);
+	printf("zeroed=%lu nohuge=%d\n", kib, nohuge);
+}
+
 static long written;
 
 int main(int argc, char **argv)
@@ -205,6 +239,8 @@ int main(int argc, char **argv)
 			print_maps();
 		} else if (!strcmp(argv[i], "text")) {
 			print_text();
+		} else if (!strcmp(argv[i], "zeroed")) {
+			print_zeroed();
 		} else if (!strcmp(argv[i], "closehigh")) {
 			int n = 0;
 
