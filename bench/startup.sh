@@ -54,6 +54,8 @@ row() {
 	echo "- $pairs pairs of $runs runs a side, the sides alternating run by run (bench/spawnloop)"
 	echo "- ratio = libgc / empty preload; per run: the median over the pairs of a run's mean wall time"
 	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	# where they are always on, a zeroed mapping of 2 MiB or more gets huge pages
+	echo "- transparent huge pages: $(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)"
 	echo
 	echo "| command | empty preload, us a run | libgc, us a run | median ratio | each pair |"
 	echo "|---|---:|---:|---:|---|"
