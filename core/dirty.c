@@ -32,9 +32,10 @@ enum { SLOT_NEW, SLOT_TRACK, SLOT_SKIP };
 
 struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS] GC_LARGE;
 
-/* The rest of a slot, for the slow path only: mapped at the first slow path
- * of the process (1 MiB, never a huge page), so that the zeroed data every
- * write touches stays small (core/dirty.h). [the slot's lock] */
+/* The rest of a slot, for the slow path only: mapped at the process's first
+ * slow path of a regular file (1 MiB, never a huge page), so that the
+ * zeroed data every write touches stays small (core/dirty.h). [the slot's
+ * lock] */
 struct dirty_cold {
 	uint64_t c_dev, c_ino;		/* the file the slot was classified for */
 	struct gc_dirty_range c_ring[GC_DIRTY_RING];
@@ -46,8 +47,9 @@ static struct dirty_cold *cold_of(const struct gc_dirty_slot *s)
 	return &cold[s - gc_dirty_slots];
 }
 
-/* Maps the slots' other halves, once; false if that cannot be done (the
- * descriptor is then not limited). */
+/* Maps the slots' other halves, once, at a regular file's first slow path
+ * (a stream to /dev/null or a pipe never maps them); false if that cannot
+ * be done (the descriptor is then not limited). */
 static bool cold_map(void)
 {
 	size_t len = GC_DIRTY_FDS * sizeof(struct dirty_cold);
@@ -392,14 +394,17 @@ static uint64_t range_due(struct dirty_dev *dd, uint64_t len, uint64_t now)
  * is written back by each write already. */
 static bool classify(struct gc_dirty_slot *s, int fd)
 {
-	struct dirty_cold *c = cold_of(s);
+	struct dirty_cold *c;
 	struct stat st;
 	struct statfs sf;
 	long fl;
 	int i;
 
-	if (syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode))
+	/* a regular file's slot has its other half (a ring is only ever a
+	 * regular file's: a slot with none, s_n 0, reads nothing of it) */
+	if (syscall(SYS_fstat, fd, &st) < 0 || !S_ISREG(st.st_mode) || !cold_map())
 		goto skip;
+	c = cold_of(s);
 	if (s->s_state != SLOT_NEW &&
 	    (c->c_dev != (uint64_t)st.st_dev || c->c_ino != (uint64_t)st.st_ino)) {
 		/* the number names another file now: its old ranges are not ours */
@@ -533,10 +538,6 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	/* Nested, or a signal handler that interrupted library code. */
 	if (gc_depth || gc_cfg.c_dirty.dc_mode == GC_DIRTY_OFF || !dirty_self())
 		return;
-	if (!cold_map()) {
-		__atomic_store_n(&s->s_thresh, GC_DIRTY_RECHECK, __ATOMIC_RELAXED);
-		return;
-	}
 	gc_depth++;
 	saved = errno;
 	/* a thread cancelled with the slot held would leave it held */

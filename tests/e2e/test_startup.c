@@ -302,21 +302,27 @@ Test(startup, a_first_sync_runs_in_the_first_window)
  * reads is mapped there, with MADV_NOHUGEPAGE. */
 Test(startup, zeroed_data_too_small_for_a_huge_page)
 {
-	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "stream", "sync", "zeroed", NULL };
+	const char *stream[] = { e2e_prog("nosync"), e2e_dir(), "stream", "sync", "zeroed", NULL };
+	const char *big[] = { e2e_prog("nosync"), e2e_dir(), "bigfile", "sync", "zeroed", NULL };
 	struct e2e_run r;
 	long kib;
-	const char *p;
 
-	e2e_run(&r, PRE_GC, NULL, 60, argv);
+	/* 1 MB to /dev/null: the limiter's slow path runs, finds no file */
+	e2e_run(&r, PRE_GC, NULL, 60, stream);
 	e2e_expect_ok(&r, "nosync stream sync zeroed");
-	p = strstr(r.out, "zeroed=");
-	cr_assert(p, "no zeroed line: %s", r.out);
+	cr_assert(strstr(r.out, "zeroed="), "no zeroed line: %s", r.out);
 	kib = e2e_out_long(r.out, "zeroed");
 	cr_assert_gt(kib, 0, "the library's zeroed data not found after its mappings: %s",
 		     r.out);
 	cr_expect_lt(kib, 2048, "the library's zeroed data is %ld KiB: a huge page fits in it",
 		     kib);
-	/* stream wrote 1 MB to /dev/null: the limiter's slow path ran */
+	cr_expect_eq(e2e_out_long(r.out, "nohuge"), 0,
+		     "a stream to /dev/null mapped the slow path's tables: %s", r.out);
+	e2e_run_free(&r);
+	/* 1 MB to a file: its slow path maps them, without huge pages */
+	e2e_run(&r, PRE_GC, NULL, 60, big);
+	e2e_expect_ok(&r, "nosync bigfile sync zeroed");
+	cr_expect_lt(e2e_out_long(r.out, "zeroed"), 2048, "%s", r.out);
 	cr_expect_geq(e2e_out_long(r.out, "nohuge"), 1,
 		      "the slow path's tables were not mapped without huge pages: %s", r.out);
 	e2e_run_free(&r);

@@ -6,6 +6,7 @@
  * a spawn of true(1).
  * Then, in the order given:
  *   stream      write 1 MB more to /dev/null, as dd would
+ *   bigfile     write 1 MB to DIR/big.dat (the dirty limiter's slow path)
  *   age         wait 150 ms (a process makes its stats segment at a
  *               request 100 ms or more after its first)
  *   sync        write and fsync DIR/synced (the library sets itself up)
@@ -229,6 +230,18 @@ int main(int argc, char **argv)
 					fail("stream");
 			if (fd >= 0)
 				close(fd);
+		} else if (!strcmp(argv[i], "bigfile")) {
+			char buf[4096], big[4096];
+			int fd;
+
+			memset(buf, 'b', sizeof(buf));
+			snprintf(big, sizeof(big), "%s/big.dat", argv[1]);
+			fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			for (int k = 0; fd >= 0 && k < 256; k++)
+				if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+					fail("bigfile");
+			if (fd < 0 || close(fd))
+				fail("bigfile");
 		} else if (!strcmp(argv[i], "age")) {
 			usleep(150 * 1000);
 		} else if (!strcmp(argv[i], "clearenv")) {
