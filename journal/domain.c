@@ -271,6 +271,20 @@ bool gc_domain_same_clock(const struct gc_domain *d)
 	return diff <= GC_CLOCK_TOL_MS && diff >= -GC_CLOCK_TOL_MS;
 }
 
+/* Members past the first live one are not asked whether they live (a
+ * kill() each): one is enough to tell the segment in use. Those that died
+ * without leaving (_exit, SIGKILL) are reaped when the table has no room,
+ * or by whoever leaves last. @live: members counted so far; a dead one
+ * found is cleared and counted in *@dead. */
+static bool member_live(struct gc_domain *d, int i, pid_t m, int live, int *dead)
+{
+	if (live || pid_alive(m))
+		return true;
+	d->j_members[i] = 0;
+	(*dead)++;
+	return false;
+}
+
 bool gc_domain_join(struct gc_domain *d, pid_t pid)
 {
 	int i, live = 0, dead = 0, free_i = -1;
@@ -278,16 +292,21 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 	for (i = 0; i < GC_MEMBERS; i++) {
 		pid_t m = d->j_members[i];
 
-		if (m && m != pid && !pid_alive(m)) {
-			d->j_members[i] = m = 0;
-			dead++;
-		}
 		if (m == pid)
 			return true;
+		if (m && !member_live(d, i, m, live, &dead))
+			m = 0;
 		if (m)
 			live++;
 		else if (free_i < 0)
 			free_i = i;
+	}
+	if (free_i < 0) {
+		/* no room: every dead one goes */
+		for (i = 0; i < GC_MEMBERS; i++)
+			if (d->j_members[i] && !member_live(d, i, d->j_members[i], 0, &dead) &&
+			    free_i < 0)
+				free_i = i;
 	}
 	if (!live && dead) {
 		/* Only dead processes used it: whatever it holds is stale, the
@@ -319,14 +338,14 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid)
 
 bool gc_domain_leave(struct gc_domain *d, pid_t pid)
 {
-	int i, live = 0;
+	int i, live = 0, dead = 0;
 
 	for (i = 0; i < GC_MEMBERS; i++) {
 		pid_t m = d->j_members[i];
 
-		if (m == pid || (m && !pid_alive(m)))
+		if (m == pid)
 			d->j_members[i] = 0;
-		else if (m)
+		else if (m && member_live(d, i, m, live, &dead))
 			live++;
 	}
 	return live == 0;

@@ -369,6 +369,60 @@ Test(domain, live_members_are_not_reclaimed)
 	waitpid(pid, &st, 0);
 }
 
+/* A member that died without leaving costs whoever joins after it a
+ * kill() only while no live member was found before it; the table's room
+ * and the last one to leave reap the rest. (Every join asked every member:
+ * eight short processes in a loop each made a kill() per departed one.) */
+Test(domain, a_join_asks_no_member_past_a_live_one)
+{
+	const char *why = NULL;
+	struct gc_domain *d = gc_domain_attach(dev, &why);
+	int p[2], st, i, dead_left = 0;
+	pid_t live, dead;
+	char c;
+
+	cr_assert_not_null(d);
+	cr_assert_eq(pipe(p), 0);
+	live = fork();
+	if (live == 0) {
+		close(p[1]);
+		read(p[0], &c, 1); /* alive until the parent is done */
+		_exit(0);
+	}
+	close(p[0]);
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, &st, 0);
+	cr_assert(gc_domain_lock(d));
+	memset(d->j_members, 0, sizeof(d->j_members));
+	d->j_members[0] = live;
+	d->j_members[1] = dead;
+	cr_assert(gc_domain_join(d, getpid()));
+	cr_expect_eq(d->j_members[1], dead, "a member past a live one was asked (and reaped)");
+	cr_expect_eq(d->j_reclaims, 0);
+	/* no room: the dead make some */
+	for (i = 2; i < GC_MEMBERS; i++)
+		if (d->j_members[i] != getpid())
+			d->j_members[i] = dead;
+	cr_assert(gc_domain_leave(d, getpid()) == false, "a member is alive");
+	for (i = 0; i < GC_MEMBERS; i++)
+		if (!d->j_members[i])
+			d->j_members[i] = dead;
+	cr_assert(gc_domain_join(d, getpid()), "a full table of the dead had no room");
+	for (i = 0; i < GC_MEMBERS; i++)
+		dead_left += d->j_members[i] == dead;
+	cr_expect_eq(dead_left, 0, "%d dead members left after a join that needed room", dead_left);
+	/* the last to leave is told so once the live one is gone */
+	close(p[1]);
+	waitpid(live, &st, 0);
+	d->j_members[5] = dead;
+	cr_expect(gc_domain_leave(d, getpid()), "the last live member leaving was not told so");
+	for (i = 0; i < GC_MEMBERS; i++)
+		cr_expect_eq(d->j_members[i], 0, "member %d left behind: %d", i, d->j_members[i]);
+	gc_domain_unlock(d);
+}
+
 Test(domain, private_domain_is_not_shared)
 {
 	struct gc_domain *d = gc_domain_private(dev);
