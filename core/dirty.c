@@ -72,9 +72,8 @@ static bool cold_map(void)
  * added, cleared as its last goes, both under the slot's lock. The idle
  * sweep visits these slots only; reading all 4096 slots' counts mapped the
  * whole table (then 1.5 MiB: 384 page faults) in every process the limiter
- * saw. A
- * fork child keeps its parent's bits, unwritten (no page copied): its
- * slots are of an older generation, and a stale bit costs a try-lock. */
+ * saw. A fork child keeps its parent's bits, unwritten (no page copied):
+ * its slots are of an older generation, and a stale bit costs a try-lock. */
 static uint64_t busy_map[GC_DIRTY_FDS / 64];
 
 static void busy_set(const struct gc_dirty_slot *s, bool on)

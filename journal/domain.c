@@ -271,11 +271,11 @@ bool gc_domain_same_clock(const struct gc_domain *d)
 	return diff <= GC_CLOCK_TOL_MS && diff >= -GC_CLOCK_TOL_MS;
 }
 
-/* Members past the first live one are not asked whether they live (a
- * kill() each): one is enough to tell the segment in use. Those that died
- * without leaving (_exit, SIGKILL) are reaped when the table has no room,
- * or by whoever leaves last. @live: members counted so far; a dead one
- * found is cleared and counted in *@dead. */
+/* Member @m at @i, once @live members were counted before it: is it to
+ * be counted too? Members past the first live one are not asked (a kill()
+ * each): one is enough to tell the segment in use. Those that died without
+ * leaving (_exit, SIGKILL) are reaped when the table has no room, or by
+ * whoever leaves last. A dead one found is cleared and counted in *@dead. */
 static bool member_live(struct gc_domain *d, int i, pid_t m, int live, int *dead)
 {
 	if (live || pid_alive(m))

@@ -244,8 +244,9 @@ void gc_domain_wake_all(struct gc_domain *d);
  * the lock could not be taken again. The sleep is a cancellation point. */
 int gc_domain_wait(struct gc_domain *d, struct gc_wq *q, uint64_t deadline);
 
-/* With j_lock held: record @pid as a member (reaping dead ones first, and
- * resetting a segment that has no live member). false: member table full. */
+/* With j_lock held: record @pid as a member (reaping the dead met before
+ * a live one, every dead one when the table has no room, and resetting a
+ * segment that has no live member). false: member table full. */
 bool gc_domain_join(struct gc_domain *d, pid_t pid);
 /* Whether this process's clocks are the members' (j_clock_ms, within
  * GC_CLOCK_TOL_MS: drift between refreshes, a clock step). */
@@ -253,7 +254,8 @@ bool gc_domain_join(struct gc_domain *d, pid_t pid);
 bool gc_domain_same_clock(const struct gc_domain *d);
 /* Sets j_clock_ms from this process's clocks (a member, with the lock). */
 void gc_domain_clock_note(struct gc_domain *d);
-/* With j_lock held: forget @pid; true when no member is left. */
+/* With j_lock held: forget @pid (and the dead met before a live one); true
+ * when no member is left. */
 bool gc_domain_leave(struct gc_domain *d, pid_t pid);
 
 /* Is thread @tid of process @pid alive? */
