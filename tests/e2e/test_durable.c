@@ -589,19 +589,29 @@ static void stepoff_case(const char *dir_delay, size_t *real, long *deferred)
  * count rule keeps it there: the directory then takes a real call in every
  * commit, two a round. The library hands the odd request back to the next
  * transaction, which puts that thread in step again. (Without the hand-back
- * a run stayed a step off 7 times in 8, so the case runs twice.) */
+ * a run stayed a step off 7 times in 8, so two runs of three must be in
+ * step: without it, 4 tests in 100 would pass. With it, one run in a
+ * clean-clone test pass stayed a step off; with both CPUs kept busy by
+ * other programs, most tests failed, with the library before and after
+ * the last change alike: timing, not the rule.) */
 Test(durable, a_thread_a_step_off_is_put_back_in_step)
 {
-	size_t real;
-	long deferred;
+	char seen[96] = "";
+	int in_step = 0;
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3 && in_step < 2 && in_step + 3 - i >= 2; i++) {
+		size_t real, k = strlen(seen);
+		long deferred;
+
 		stepoff_case("SPY_DIR_DELAY_US=0", &real, &deferred);
 		/* in step: one a round, and the warm-up's; a step off: two */
-		cr_expect_leq(real, SO_ROUNDS * 3 / 2 + SO_WARM * SO_THREADS,
-			      "the directory had %zu real fsyncs in %d rounds: the thread stayed a step off",
-			      real, SO_ROUNDS);
+		in_step += real <= SO_ROUNDS * 3 / 2 + SO_WARM * SO_THREADS;
+		snprintf(seen + k, sizeof(seen) - k, "%s%zu", k ? ", " : "", real);
 	}
+	cr_expect_geq(in_step, 2,
+		      "the directory had %s real fsyncs in runs of %d rounds (in step: at most %d): "
+		      "the thread stayed a step off",
+		      seen, SO_ROUNDS, SO_ROUNDS * 3 / 2 + SO_WARM * SO_THREADS);
 }
 
 /* Where the directory's own commits cost what the files' do (a spool's
