@@ -57,11 +57,9 @@ static bool cold_map(void)
 
 	if (__atomic_load_n(&cold, __ATOMIC_ACQUIRE))
 		return true;
-	fresh = gc_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (fresh == MAP_FAILED)
+	fresh = gc_sys_map_table(len);
+	if (!fresh)
 		return false;
-	/* a page touched is a page, where huge pages are always on */
-	gc_sys_madvise(fresh, len, MADV_NOHUGEPAGE);
 	if (!__atomic_compare_exchange_n(&cold, &c, fresh, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		munmap(fresh, len);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -125,6 +126,21 @@ static inline void *gc_sys_mmap(void *addr, size_t len, int prot, int flags, int
 static inline int gc_sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+/* A zeroed table of @len bytes that only a slow path needs, mapped there
+ * rather than kept in the library's zeroed data, and never a huge page
+ * (where they are always on, the first touch would allocate and clear
+ * 2 MiB); NULL if it cannot be mapped. */
+static inline void *gc_sys_map_table(size_t len)
+{
+	void *m = gc_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	gc_sys_madvise(m, len, MADV_NOHUGEPAGE);
+	return m;
 }
 
 /* What follows @prefix in @s, or NULL. By hand: at start-up, where the

@@ -555,17 +555,14 @@ static int fd_fid(int fd, struct gi_fid *fid)
 /* gi_files, mapped once (files_mu held); false if it cannot be. */
 static bool files_map(void)
 {
-	size_t len = GI_FILES * sizeof(struct gi_file);
-	void *m;
+	struct gi_file *m;
 
 	if (gi_files)
 		return true;
-	m = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
-	if (m == MAP_FAILED)
+	m = gc_sys_map_table(GI_FILES * sizeof(struct gi_file));
+	if (!m)
 		return false;
-	syscall(SYS_madvise, m, len, MADV_NOHUGEPAGE);
-	__atomic_store_n(&gi_files, (struct gi_file *)m, __ATOMIC_RELEASE);
+	__atomic_store_n(&gi_files, m, __ATOMIC_RELEASE);
 	return true;
 }
 
