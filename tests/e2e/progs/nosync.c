@@ -176,15 +176,14 @@ static void print_zeroed(void)
 	int prev_lib = 0, nohuge = 0;
 
 	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &lo, &hi, name) >= 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			int lib, anon = sscanf(line, "%*x-%*x %*s %*s %*s %*s %4095s", name) < 1;
-			const char *base = anon ? "" : strrchr(name, '/');
+		int n = sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &lo, &hi, name);
 
-			lib = base && !strcmp(base, "/libgc.so");
-			if (anon && prev_lib && lo == prev_hi)
+		if (n >= 2 && strchr(line, '-') < strchr(line, ' ')) {
+			const char *base = n == 3 ? strrchr(name, '/') : NULL;
+
+			if (n == 2 && prev_lib && lo == prev_hi)
 				kib = (hi - lo) / 1024;
-			prev_lib = lib;
+			prev_lib = base && !strcmp(base, "/libgc.so");
 			prev_hi = hi;
 		} else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " nh")) {
 			nohuge++;
@@ -193,6 +192,19 @@ static void print_zeroed(void)
 	if (f)
 		fclose(f);
 	printf("zeroed=%lu nohuge=%d\n", kib, nohuge);
+}
+
+/* 1 MB to @fd in 4 KiB writes, as dd would; closes it. */
+static void write_mb(int fd, const char *what)
+{
+	char buf[4096];
+
+	memset(buf, 'd', sizeof(buf));
+	for (int k = 0; fd >= 0 && k < 256; k++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			fail(what);
+	if (fd < 0 || close(fd))
+		fail(what);
 }
 
 static long written;
@@ -221,27 +233,12 @@ int main(int argc, char **argv)
 				if (fsync(synced))
 					fail("fsync");
 		} else if (!strcmp(argv[i], "stream")) {
-			char buf[4096];
-			int fd = open("/dev/null", O_WRONLY);
-
-			memset(buf, 'd', sizeof(buf));
-			for (int k = 0; fd >= 0 && k < 256; k++)
-				if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-					fail("stream");
-			if (fd >= 0)
-				close(fd);
+			write_mb(open("/dev/null", O_WRONLY), "stream");
 		} else if (!strcmp(argv[i], "bigfile")) {
-			char buf[4096], big[4096];
-			int fd;
+			char big[4096];
 
-			memset(buf, 'b', sizeof(buf));
 			snprintf(big, sizeof(big), "%s/big.dat", argv[1]);
-			fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			for (int k = 0; fd >= 0 && k < 256; k++)
-				if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-					fail("bigfile");
-			if (fd < 0 || close(fd))
-				fail("bigfile");
+			write_mb(open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644), "bigfile");
 		} else if (!strcmp(argv[i], "age")) {
 			usleep(150 * 1000);
 		} else if (!strcmp(argv[i], "clearenv")) {
