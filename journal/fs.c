@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -174,23 +175,83 @@ bool gc_fs_remap_syncs(int fd)
  * transaction (ext4_xattr_set, xfs_attr_change, btrfs_setxattr_trans) and
  * changes nothing: ENODATA while the journal works; EROFS once it aborted
  * (ext4, btrfs; ext4 then turns read-only, as its next write anywhere
- * would have made it), EIO once shut down (xfs). Anything else (no
- * permission to set user attributes, none on this filesystem) tells
- * nothing. Made only where a request would otherwise be failed for another
- * file's failure. Through the libc name, which a test's spy may answer for
- * a failure it made up.
+ * would have made it), EIO once shut down (xfs). Made only where a request
+ * would otherwise be failed for another file's failure. Through the libc
+ * names, which a test's spy may answer for a failure it made up.
  */
+enum { PROBE_WORKS, PROBE_DOWN, PROBE_NOTHING };
+
+static int probe_answer(int r)
+{
+	if (r == 0 || errno == ENODATA)
+		return PROBE_WORKS; /* (0: someone made the attribute; replaced) */
+	if (errno == EROFS || errno == EIO)
+		return PROBE_DOWN;
+	/* No right to change this object's attributes: an append-only or
+	 * immutable file, one the process may not write, a sticky directory
+	 * of another owner; none on this filesystem; not a file. */
+	return PROBE_NOTHING;
+}
+
+/* The directories above @fd's file, up to its filesystem's root, until one
+ * answers: a log the process may only append to (chattr +a) tells nothing
+ * itself, its directory does. Through /proc's name of the descriptor: a
+ * rename since, or a file with no name left, can only leave fewer of them
+ * asked. Each is stat'ed first: one on another filesystem (a mount point
+ * crossed, a name that moved) is not asked, and ends the walk. The name is
+ * kept in a page of its own, not on the stack: this may run in a signal
+ * handler's sync, on a small alternate stack. */
+#define PROBE_PATH 4096
+
+static int probe_above(int fd, uint64_t dev)
+{
+	char link[40], *path, *slash;
+	int r = PROBE_NOTHING;
+	struct stat st;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	path = gc_sys_mmap(NULL, PROBE_PATH, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+	if (path == MAP_FAILED)
+		return PROBE_NOTHING;
+	n = readlink(link, path, PROBE_PATH - 1);
+	/* none: no /proc, a pipe, a socket */
+	if (n > 0 && path[0] == '/') {
+		path[n] = '\0';
+		while (r == PROBE_NOTHING && (slash = strrchr(path, '/')) != NULL) {
+			bool root = slash == path;
+
+			if (root)
+				slash[1] = '\0'; /* the root itself, last */
+			else
+				*slash = '\0';
+			if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
+			    (uint64_t)st.st_dev != dev)
+				break;
+			r = probe_answer(lsetxattr(path, GC_FS_PROBE_XATTR, "", 0, XATTR_REPLACE));
+			if (root)
+				break;
+		}
+	}
+	munmap(path, PROBE_PATH);
+	return r;
+}
+
 bool gc_fs_journal_works(int fd, uint64_t dev)
 {
 	struct stat st;
-	bool works;
-	int e = errno;
+	int e = errno, r = PROBE_NOTHING;
 
 	/* the number may name a file of another filesystem now */
-	works = gc_sys_fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev &&
-		fsetxattr(fd, GC_FS_PROBE_XATTR, "", 0, XATTR_REPLACE) < 0 && errno == ENODATA;
+	if (gc_sys_fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev) {
+		r = probe_answer(fsetxattr(fd, GC_FS_PROBE_XATTR, "", 0, XATTR_REPLACE));
+		if (r == PROBE_NOTHING)
+			r = probe_above(fd, dev);
+	}
 	errno = e;
-	return works;
+	/* nothing told: as if it did not work (the request gets the failure) */
+	return r == PROBE_WORKS;
 }
 
 const struct gc_fs *gc_fs_of(int fd)

@@ -61,7 +61,9 @@ bool gc_fs_remap_syncs(int fd);
 /* Does the journal of @fd's filesystem, @dev (its st_dev), still work: no
  * failed commit aborted it, no failure shut it down? Then a failed sync
  * since was its own file's (its data's writeback, its own cache flush) and
- * lost no other file's change. false where it cannot be told. */
+ * lost no other file's change. Asked of @fd, then of the directories above
+ * it (one of them may let the process change its attributes where the file
+ * does not); false where none can tell. */
 bool gc_fs_journal_works(int fd, uint64_t dev);
 /* The extended attribute that probe replaces, which never exists. */
 #define GC_FS_PROBE_XATTR "user.libgc.journal-probe"

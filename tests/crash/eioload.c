@@ -257,9 +257,11 @@ static int fd_of(char name)
 	return name - 'A';
 }
 
+static bool g_append;
+
 static int open_file(void)
 {
-	int fd = open(g_file, O_RDWR | O_CLOEXEC);
+	int fd = open(g_file, O_RDWR | (g_append ? O_APPEND : 0) | O_CLOEXEC);
 
 	if (fd < 0)
 		die(g_file);
@@ -540,7 +542,7 @@ struct run_state {
 
 static struct run_state *g_rs;
 static int g_nworkers, g_before = 20, g_after = 40, g_shared_fd = -1;
-static bool g_datasync, g_append;
+static bool g_datasync;
 
 static void worker(int id)
 {

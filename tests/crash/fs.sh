@@ -7,7 +7,8 @@
 #
 #   FS_PASS=short (make test): ext4-fc, xfs and btrfs (ext4 has the full
 #       suites in make test already): the matrix, eio.sh's tests of the
-#       held-request rule (11-14), one power-cut trial
+#       held-request rule and of one file's data error (11-17), one
+#       power-cut trial
 #   FS_PASS=full (make crashtest-fs): every filesystem, all of eio.sh
 #   FS_LIST="xfs btrfs" picks filesystems
 # The filesystems run side by side (each on a disk of its own; their

@@ -580,6 +580,29 @@ EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, i
 	}
 	return real(fd, name, value, size, flags);
 }
+
+/* The same probe asked of a directory above a file that tells nothing
+ * itself (an append-only one). */
+EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size,
+		     int flags)
+{
+	static int (*real)(const char *, const char *, const void *, size_t, int);
+
+	int saved = errno;
+
+	if (name && !strcmp(name, GC_FS_PROBE_XATTR) && spy_journal_aborted()) {
+		errno = EROFS;
+		return -1;
+	}
+	errno = saved;
+	if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&real, dlsym(RTLD_NEXT, "lsetxattr"), __ATOMIC_RELEASE);
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(path, name, value, size, flags);
+}
 #endif
 
 static int spy_sync(int fd, sync_fn fn, int kind)

@@ -4,12 +4,16 @@
  * statfs type, here on the filesystems this machine has at hand. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "journal/fs.h"
@@ -174,4 +178,63 @@ Test(fs, journal_probe_works_and_changes_nothing)
 	close(dfd);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* Sets (@on) or clears an inode flag (chattr +a, +i); false if it cannot. */
+static bool set_flag(int fd, int flag, bool on)
+{
+	int fl;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0)
+		return false;
+	fl = on ? fl | flag : fl & ~flag;
+	return ioctl(fd, FS_IOC_SETFLAGS, &fl) == 0;
+}
+
+/* A file whose attributes the process may not change tells nothing itself
+ * (an append-only log, an immutable file: EPERM): the directory above it
+ * answers, and nothing about either changes. A file of a filesystem with no
+ * user attributes (/proc) has nothing above it that can tell: not known to
+ * work. (A probe answering for an aborted journal: tests/crash/eio.sh.) */
+Test(fs, journal_probe_asks_the_directory_above_a_file_that_cannot_tell)
+{
+	char dir[] = "/tmp/gc-fs-probe.XXXXXX", path[64];
+	struct stat before, after, dbefore, dafter;
+	int fd, flags[] = { FS_APPEND_FL, FS_IMMUTABLE_FL };
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/log", dir);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		cr_assert(fd >= 0);
+		if (!set_flag(fd, flags[i], true)) {
+			close(fd);
+			unlink(path);
+			rmdir(dir);
+			cr_skip_test("chattr +a/+i refused here (not root, or %s cannot)", dir);
+		}
+		cr_assert_eq(fstat(fd, &before), 0);
+		cr_assert_eq(stat(dir, &dbefore), 0);
+		usleep(20000); /* a ctime moved by the probe would differ */
+		errno = 0;
+		cr_expect(fsetxattr(fd, GC_FS_PROBE_XATTR, "", 0, XATTR_REPLACE) < 0 &&
+				  errno == EPERM,
+			  "the file itself tells nothing (flag %d: %s)", i, strerror(errno));
+		cr_expect(gc_fs_journal_works(fd, (uint64_t)before.st_dev), "flag %d", i);
+		cr_assert_eq(fstat(fd, &after), 0);
+		cr_assert_eq(stat(dir, &dafter), 0);
+		cr_expect(before.st_ctim.tv_nsec == after.st_ctim.tv_nsec &&
+			  dbefore.st_ctim.tv_nsec == dafter.st_ctim.tv_nsec &&
+			  dbefore.st_ctim.tv_sec == dafter.st_ctim.tv_sec, "the probe changed something");
+		cr_assert(set_flag(fd, flags[i], false));
+		close(fd);
+	}
+	unlink(path);
+	rmdir(dir);
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(fstat(fd, &before), 0);
+	cr_expect_not(gc_fs_journal_works(fd, (uint64_t)before.st_dev), "a file of /proc");
+	close(fd);
 }
