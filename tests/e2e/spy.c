@@ -561,47 +561,45 @@ static bool spy_error_local(int fd)
 	return local;
 }
 
-EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+/* The library's journal probe, on a file (fsetxattr) or on a directory
+ * above one that tells nothing itself (lsetxattr): EROFS once this spy
+ * made a journal fail; else the real call, looked up into @real. NULL:
+ * answered here (errno set). */
+static void *spy_probe(const char *name, void **real, const char *sym)
 {
-	static int (*real)(int, const char *, const void *, size_t, int);
-
 	int saved = errno;
 
 	if (name && !strcmp(name, GC_FS_PROBE_XATTR) && spy_journal_aborted()) {
 		errno = EROFS;
-		return -1;
+		return NULL;
 	}
 	errno = saved;
-	if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&real, dlsym(RTLD_NEXT, "fsetxattr"), __ATOMIC_RELEASE);
-	if (!real) {
+	if (!__atomic_load_n(real, __ATOMIC_ACQUIRE))
+		__atomic_store_n(real, dlsym(RTLD_NEXT, sym), __ATOMIC_RELEASE);
+	if (!*real)
 		errno = ENOSYS;
-		return -1;
-	}
-	return real(fd, name, value, size, flags);
+	return *real;
 }
 
-/* The same probe asked of a directory above a file that tells nothing
- * itself (an append-only one). */
+EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{
+	static void *real;
+	int (*fn)(int, const char *, const void *, size_t, int) =
+		(int (*)(int, const char *, const void *, size_t, int))spy_probe(name, &real,
+										 "fsetxattr");
+
+	return fn ? fn(fd, name, value, size, flags) : -1;
+}
+
 EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size,
 		     int flags)
 {
-	static int (*real)(const char *, const char *, const void *, size_t, int);
+	static void *real;
+	int (*fn)(const char *, const char *, const void *, size_t, int) =
+		(int (*)(const char *, const char *, const void *, size_t, int))spy_probe(
+			name, &real, "lsetxattr");
 
-	int saved = errno;
-
-	if (name && !strcmp(name, GC_FS_PROBE_XATTR) && spy_journal_aborted()) {
-		errno = EROFS;
-		return -1;
-	}
-	errno = saved;
-	if (!__atomic_load_n(&real, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&real, dlsym(RTLD_NEXT, "lsetxattr"), __ATOMIC_RELEASE);
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real(path, name, value, size, flags);
+	return fn ? fn(path, name, value, size, flags) : -1;
 }
 #endif
 
