@@ -388,3 +388,24 @@ GC_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	}
 	return REAL_OR_NEXT(clone)(fn, stack, flags, arg, ptid, tls, ctid);
 }
+
+/* unshare(CLONE_FILES) gives the calling thread a descriptor table of its
+ * own while the memory, the library's table with it, stays shared with
+ * the other threads: the split clone_splits() refuses, in one process.
+ * Its close of a converted number would drop the entry for the others,
+ * whose writes through that number would then go unsynced. The same goes
+ * for close_range(CLOSE_RANGE_UNSHARE) (shim/open.c). */
+GC_EXPORT int unshare(int flags)
+{
+	int r;
+
+	if (likely(gc_init())) {
+		GC_COUNT(unshare);
+		if (unlikely(flags & CLONE_FILES) &&
+		    (r = gc_osync_stop("a thread with a descriptor table of its own is refused")) < 0) {
+			errno = -r;
+			return -1;
+		}
+	}
+	return REAL_OR_NEXT(unshare)(flags);
+}

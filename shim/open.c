@@ -612,6 +612,12 @@ GC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_close_range, first, last, flags);
 	GC_COUNT(close_range);
+	/* a table of the caller's own first: as unshare(CLONE_FILES) */
+	if (unlikely(flags & CLOSE_RANGE_UNSHARE) &&
+	    (r = gc_osync_stop("a thread with a descriptor table of its own is refused")) < 0) {
+		errno = -r;
+		return -1;
+	}
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return real_close_range(first, last, flags);
 	if (first <= 2 && last >= 2)

@@ -265,3 +265,16 @@ Test(inherit, a_vfork_childs_close_leaves_the_parents_conversion)
 {
 	e2e_same_as_bare("clonefiles", "vfork", "getfl=1,1,1 wrote=4096,4096,4096\n");
 }
+
+/* One process, one memory, two descriptor tables: a thread that calls
+ * unshare(CLONE_FILES), or close_range() with CLOSE_RANGE_UNSHARE, and
+ * closes its copy of a converted number there. The library once dropped
+ * the entry for the whole process: the main thread's O_DSYNC writes
+ * through its own copy then went unsynced ("dsync=0"). Now such a call
+ * gives every conversion back first and stops converting, as a clone
+ * that splits the table does. */
+Test(inherit, a_thread_with_a_table_of_its_own_leaves_the_flag)
+{
+	e2e_same_as_bare("clonefiles", "unshare", "dsync=1 wrote=4096\n");
+	e2e_same_as_bare("clonefiles", "closerange", "dsync=1 wrote=4096\n");
+}

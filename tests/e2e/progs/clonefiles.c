@@ -7,6 +7,11 @@
  * what the kernel's description says (/proc/self/fdinfo: whether it is
  * O_DSYNC, so that the write was synchronous) and what the write
  * returned: "dsync=1 wrote=4096" as bare.
+ * unshare, closerange: one process, one memory, two tables. The main
+ * thread opens DIR/f O_DSYNC; another thread gives itself a descriptor
+ * table of its own (unshare(CLONE_FILES), or close_range() of that number
+ * with CLOSE_RANGE_UNSHARE) and closes its copy of the number there; the
+ * main thread then writes through its own and prints the same.
  * vm: the other way round, one memory and two tables (CLONE_VM without
  * CLONE_FILES). The parent opens DIR/f O_DSYNC before the clone; the
  * child closes that number and opens a plain file there, then exits; the
@@ -19,6 +24,7 @@
  * O_DSYNC and what the writes returned: "getfl=1,1,1 wrote=4096,4096,4096"
  * as bare. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +94,40 @@ static int child_writes(void *arg)
 	return writer();
 }
 
+static int split_fd;
+
+static void *splitter(void *arg)
+{
+	if (!strcmp(arg, "unshare")) {
+		if (unshare(CLONE_FILES) != 0)
+			return perror("clonefiles: unshare"), (void *)1;
+		close(split_fd);
+	} else if (close_range((unsigned int)split_fd, (unsigned int)split_fd,
+			       CLOSE_RANGE_UNSHARE) != 0) {
+		return perror("clonefiles: close_range"), (void *)1;
+	}
+	return NULL;
+}
+
+static int split(const char *how)
+{
+	static char buf[4096];
+	char path[4096];
+	pthread_t t;
+	void *res;
+	ssize_t w;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	split_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (split_fd < 0 || pthread_create(&t, NULL, splitter, (void *)how) ||
+	    pthread_join(t, &res) || res)
+		return fprintf(stderr, "clonefiles: %s failed\n", how), 1;
+	memset(buf, 'w', sizeof(buf));
+	w = write(split_fd, buf, sizeof(buf));
+	printf("dsync=%d wrote=%zd\n", kernel_dsync(split_fd), w);
+	return 0;
+}
+
 static int vforked(void)
 {
 	static char buf[4096];
@@ -131,6 +171,8 @@ int main(int argc, char **argv)
 	dir = argv[1];
 	if (!strcmp(argv[2], "vfork"))
 		return vforked();
+	if (!strcmp(argv[2], "unshare") || !strcmp(argv[2], "closerange"))
+		return split(argv[2]);
 	if (!strcmp(argv[2], "vm")) {
 		if (opener() || (pid = clone(child_reuses, stack + size, CLONE_VM | SIGCHLD, NULL)) < 0)
 			return perror("clonefiles: vm"), 1;

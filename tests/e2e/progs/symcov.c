@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 	CHECK(write(t, "dup", 3));
 	CHECK(close(t));
 	CHECK(close_range(200, 201, 0));
+	CHECK(unshare(0));
 	closefrom(4000);
 	CHECK(close(fd4));
 
