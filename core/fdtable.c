@@ -146,7 +146,10 @@ static void held_unlock(void)
 	tid_unlock(&held_owner);
 }
 
-/* A slot for @fd, holding a new number for @src's description; -errno. */
+/* A slot for @fd, holding a new number for @src's description; -errno.
+ * Never @fd itself: a dup2() onto a free number at the floor makes the
+ * copy's entry (and this) before the real call, which then puts the
+ * program's description there. */
 static int held_new(int fd, int src)
 {
 	int i, h;
@@ -154,6 +157,12 @@ static int held_new(int fd, int src)
 	if (!gc_once(&held_once, held_setup))
 		return -EAGAIN;
 	h = (int)syscall(SYS_fcntl, src, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+	if (h == fd) {
+		int other = (int)syscall(SYS_fcntl, src, F_DUPFD_CLOEXEC, fd + 1);
+
+		syscall(SYS_close, h);
+		h = other;
+	}
 	if (h < 0)
 		return -errno;
 	if (held_lock()) {
@@ -211,6 +220,26 @@ int gc_fd_held(int fd)
 	for (i = 0; i < GC_FD_HELD; i++)
 		if (__atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) == fd + 1)
 			return __atomic_load_n(&held_fd[i], __ATOMIC_ACQUIRE);
+	return -1;
+}
+
+int gc_fd_held_shared(int fd)
+{
+	int i, h = gc_fd_held(fd);
+	pid_t me;
+
+	if (h >= 0 || !gc_fd_get(fd))
+		return h;
+	/* a copy made with the table full: another number of the same
+	 * description holds what was opened */
+	me = (pid_t)syscall(SYS_getpid);
+	for (i = 0; i < GC_FD_HELD; i++) {
+		int other = __atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) - 1;
+
+		if (other >= 0 && other != fd &&
+		    syscall(SYS_kcmp, me, me, 0 /* KCMP_FILE */, fd, other) == 0)
+			return __atomic_load_n(&held_fd[i], __ATOMIC_ACQUIRE);
+	}
 	return -1;
 }
 
@@ -300,19 +329,24 @@ uint64_t gc_fd_ino(int fd)
 	return s ? __atomic_load_n(s + CHUNK_SIZE, __ATOMIC_ACQUIRE) : 0;
 }
 
-bool gc_fd_copy(int oldfd, int newfd)
+void gc_fd_copy(int oldfd, int newfd)
 {
 	int h;
 
 	if (oldfd == newfd)
-		return true;
+		return;
 	/* Can only fail for an fd beyond the table or with no memory; the
-	 * caller then closes the copy rather than lose its sync semantics. */
+	 * caller then finds no entry and gives the copy its flag back. */
 	if (gc_fd_set(newfd, gc_fd_get(oldfd)) != 0)
-		return true;
+		return;
 	gc_fd_bind(newfd, gc_fd_ino(oldfd));
+	/* Without a held number of its own (the table full, none free at the
+	 * floor) the copy still names the same converted description, its
+	 * offset shared: a hand-back of it finds the held one through
+	 * another number of that description (gc_fd_held_shared). */
 	h = gc_fd_held(oldfd);
-	return h < 0 || held_new(newfd, h) == 0;
+	if (h >= 0)
+		held_new(newfd, h);
 }
 
 uint64_t gc_fd_close_begin(int fd)

@@ -26,10 +26,11 @@ uint64_t gc_fd_ino(int fd);
  * (0: none). Lets a sync request find its domain's mode without fstat. */
 void gc_fd_hint_dev(int fd, uint64_t dev);
 uint64_t gc_fd_dev_hint(int fd);
-/* dup-style copy: @newfd now names @oldfd's description. False when
- * @oldfd has a held description and @newfd could not be given a copy of
- * it (the caller then gives @newfd its real flag back). */
-bool gc_fd_copy(int oldfd, int newfd);
+/* dup-style copy: @newfd now names @oldfd's description, with its entry
+ * and, room permitting, a held number of its own (gc_fd_held_shared
+ * finds the held description without one). No entry where none could be
+ * made (the caller then gives @newfd its real flag back). */
+void gc_fd_copy(int oldfd, int newfd);
 /*
  * The description the program opened with O_SYNC/O_DSYNC, held since its
  * conversion at a number of the library's own (at or above the floor,
@@ -48,6 +49,10 @@ bool gc_fd_copy(int oldfd, int newfd);
 int gc_fd_hold(int fd);
 /* The held number for @fd's entry, or -1. Read-only (a vfork child). */
 int gc_fd_held(int fd);
+/* The same, or where @fd has no held number of its own (a copy made with
+ * the table full), another number's that names the same description
+ * (kcmp); -1 for none. */
+int gc_fd_held_shared(int fd);
 /* Closes @fd's held description, if any (the entry stays). */
 void gc_fd_unhold(int fd);
 /* Whether any description is held now. */

@@ -195,7 +195,7 @@ static bool owes_error(int fd, int held, int sync_flags)
 int gc_materialize(int fd, int sync_flags, int *keep, bool *held_back)
 {
 	char path[64];
-	int fl, fdfl, tmp, r, e, held = gc_fd_held(fd);
+	int fl, fdfl, tmp, r, e, held = gc_fd_held_shared(fd);
 	off_t off;
 
 	if (held_back)
@@ -681,13 +681,14 @@ static int dup_track(int oldfd, int r, bool copied)
 	if (r == 1 || r == 2)
 		return std_stream_copy(oldfd, r);
 	/* @copied: the caller's gc_fd_copy(oldfd, r) before the real call
-	 * succeeded (the entry and a held copy made once, not twice) */
-	if (!(copied || gc_fd_copy(oldfd, r)) || gc_fd_get(r) != conv) {
-		/* The copy could not be tracked (or given a held description):
-		 * it would lose O_SYNC. The copy is the program's own: closing
+	 * (the entry and a held copy made once, not twice) */
+	if (!copied)
+		gc_fd_copy(oldfd, r);
+	if (gc_fd_get(r) != conv) {
+		/* The copy could not be tracked (no room in the table): it
+		 * would lose O_SYNC. The copy is the program's own: closing
 		 * it drops nothing a bare dup failure would have kept, except
-		 * locks, checked first. The held lookup finds none for it: the
-		 * converted description keeps what it owes, for @oldfd. */
+		 * locks, checked first. */
 		int e;
 
 		gc_fd_set(r, 0);
@@ -796,8 +797,10 @@ static int dup_common(enum dup_kind k, int oldfd, int arg, int flags)
 
 		/* A known target gets its entry before the real call: a write
 		 * through the number right after it then is synced too. */
-		if (onto && oldfd != arg)
-			copied = gc_fd_copy(oldfd, arg);
+		if (onto && oldfd != arg) {
+			gc_fd_copy(oldfd, arg);
+			copied = true;
+		}
 		r = dup_real(k, oldfd, arg, flags);
 		if (r < 0 && onto && oldfd != arg) {
 			saved = errno;

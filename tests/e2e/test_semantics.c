@@ -452,6 +452,20 @@ Test(semantics, held_descriptions_go_with_their_descriptors_under_threads)
  * library's own too, unseen, and may put a file of its own at such a
  * number. The library once closed that file when the descriptor whose
  * held description had been there was closed ("kept=0"). */
+/* Copies of converted descriptors. With the library's 64 held
+ * descriptions in use, a dup() of a converted number once got a new
+ * description of the file instead of the program's (its own offset): the
+ * writes through the two numbers overwrote each other ("BBBBCCCC"). And
+ * a dup2() onto a free number at the floor (256, 257) once had the
+ * library take that very number for the copy's held description just
+ * before the real call put the program's there: the program's close of
+ * it then failed with EBADF, and the number stayed open. */
+Test(semantics, copies_of_converted_descriptors_are_the_programs_as_bare)
+{
+	e2e_same_as_bare("heldroom", "full", "content=AAAABBBBCCCC off=12,12\n");
+	e2e_same_as_bare("heldroom", "dup2", "close=0,0 write=EBADF,EBADF\n");
+}
+
 Test(semantics, a_number_the_program_took_back_is_never_closed_for_it)
 {
 	e2e_same_as_bare("rawclose", NULL, "kept=1\n");

@@ -338,9 +338,9 @@ Test(fdtable, held_follows_its_entry)
 	cr_expect_geq(h, gc_sys_fd_floor(), "held at the floor or above");
 	cr_expect(fcntl(h, F_GETFD) & FD_CLOEXEC, "close-on-exec");
 	cr_expect(gc_own_is(h), "the library's own: the program's close fails");
-	cr_expect(gc_fd_copy(fd, fd2), "a copy gets a held description");
+	gc_fd_copy(fd, fd2);
 	h2 = gc_fd_held(fd2);
-	cr_expect(h2 >= 0 && h2 != h, "its own number");
+	cr_expect(h2 >= 0 && h2 != h, "a copy gets a held description, at its own number");
 	gc_fd_close_end(fd, gc_fd_close_begin(fd));
 	cr_expect_eq(gc_fd_held(fd), -1);
 	cr_expect_eq(fcntl(h, F_GETFD), -1, "closed with its entry");
@@ -361,6 +361,12 @@ Test(fdtable, held_follows_its_entry)
 			cr_expect_eq(r, -ENFILE, "only a full pool refuses");
 	}
 	cr_expect_eq(n, GC_FD_HELD, "GC_FD_HELD held at once");
+	/* the one left without: the same description as the others (all
+	 * dup2s of @fd), whose held numbers stand for it */
+	cr_expect_eq(gc_fd_held(many[GC_FD_HELD]), -1, "none of its own");
+	cr_expect_geq(gc_fd_held_shared(many[GC_FD_HELD]), gc_sys_fd_floor(),
+		      "another number's of the same description");
+	cr_expect_eq(gc_fd_held_shared(fd), -1, "none for a number with no entry");
 	gc_fd_clear_range(400, 400 + GC_FD_HELD);
 	for (i = 0; i <= GC_FD_HELD; i++)
 		cr_expect_eq(gc_fd_held(many[i]), -1);

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* heldroom DIR full|dup2: copies of converted O_DSYNC/O_SYNC descriptors.
+ * full: 65 files opened O_DSYNC (the library holds at most 64 of the
+ * descriptions it converts: core/fdtable.h), then a dup() of the first;
+ * 4 bytes through the first, 4 through the copy, 4 through the first.
+ * They share one description, so one offset: prints the first file's
+ * content and both offsets, "content=AAAABBBBCCCC off=12,12" as bare.
+ * dup2: an O_SYNC descriptor dup2()ed onto 256, then onto 257 (free
+ * numbers where the library keeps its own), each copy closed and then
+ * written to: "close=0,0 write=EBADF,EBADF" as bare. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FILES 65
+
+static int full(const char *dir)
+{
+	char path[4096], buf[64] = { 0 };
+	int fd[FILES], d, i, r;
+
+	for (i = 0; i < FILES; i++) {
+		snprintf(path, sizeof(path), "%s/f%02d", dir, i);
+		fd[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+		if (fd[i] < 0)
+			return perror("heldroom: open"), 1;
+	}
+	d = dup(fd[0]);
+	if (d < 0 || write(fd[0], "AAAA", 4) != 4 || write(d, "BBBB", 4) != 4 ||
+	    write(fd[0], "CCCC", 4) != 4)
+		return perror("heldroom: write"), 1;
+	r = (int)pread(fd[0], buf, sizeof(buf) - 1, 0);
+	printf("content=%s off=%lld,%lld\n", r > 0 ? buf : "-",
+	       (long long)lseek(fd[0], 0, SEEK_CUR), (long long)lseek(d, 0, SEEK_CUR));
+	return 0;
+}
+
+static int dup2s(const char *dir)
+{
+	static const int target[] = { 256, 257 };
+	char path[4096];
+	int fd, c[2], e[2], i;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_SYNC, 0644);
+	if (fd < 0)
+		return perror("heldroom: open"), 1;
+	for (i = 0; i < 2; i++) {
+		if (dup2(fd, target[i]) != target[i])
+			return perror("heldroom: dup2"), 1;
+		c[i] = close(target[i]);
+		errno = 0;
+		e[i] = write(target[i], "x", 1) < 0 ? errno : 0;
+	}
+	printf("close=%d,%d write=%s,%s\n", c[0], c[1], e[0] ? strerrorname_np(e[0]) : "0",
+	       e[1] ? strerrorname_np(e[1]) : "0");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3)
+		return 2;
+	if (!strcmp(argv[2], "full"))
+		return full(argv[1]);
+	if (!strcmp(argv[2], "dup2"))
+		return dup2s(argv[1]);
+	return 2;
+}
