@@ -86,7 +86,12 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
 			gc_fd_close_end(fd, token);
 		return r;
 	}
-	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+	/* kept where the library keeps its own, not at the program's next
+	 * numbers: a popen() would get others than bare, and a file action
+	 * could dup2() a number the program does not have */
+	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+	if (save < 0)
+		save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
 	if (save < 0)
 		return -errno;
 	r = gc_materialize(fd, conv, &keep, &x->s[x->n].held);

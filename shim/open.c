@@ -230,6 +230,16 @@ int gc_materialize(int fd, int sync_flags, int *keep, bool *held_back)
 	}
 	if (off >= 0)
 		lseek(tmp, off, SEEK_SET);
+	if (keep && tmp < gc_sys_fd_floor()) {
+		/* kept for a while (a spawn): where the library keeps its own */
+		int hi = raw_fcntl(tmp, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+
+		if (hi >= 0) {
+			if (tmp != held)
+				syscall(SYS_close, tmp);
+			tmp = hi;
+		}
+	}
 	r = (int)syscall(SYS_dup3, tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
 	e = errno;
 	if (r >= 0 && keep) {

@@ -466,6 +466,24 @@ Test(semantics, copies_of_converted_descriptors_are_the_programs_as_bare)
 	e2e_same_as_bare("heldroom", "dup2", "close=0,0 write=EBADF,EBADF\n");
 }
 
+/* For a spawn a converted descriptor gets its flag back, and the library
+ * keeps the converted description meanwhile. It once kept it (and the
+ * one it gave back) at the program's next free numbers: popen() then got
+ * 6 where bare gets 4, and a file action that dup2()s a number the
+ * program does not have succeeded, handing the child a description
+ * without O_DSYNC. */
+Test(semantics, a_spawn_takes_no_number_of_the_programs)
+{
+	const char *argv[] = { e2e_prog("heldroom"), e2e_dir(), "spawn", NULL };
+	struct e2e_run bare, gc;
+
+	/* the numbers are the test runner's next free ones: as bare */
+	e2e_run_as_bare(&bare, &gc, NULL, argv, "spawn");
+	cr_expect(strstr(bare.out, " spawn=EBADF\n"), "bare: %s%s", bare.out, bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 Test(semantics, a_number_the_program_took_back_is_never_closed_for_it)
 {
 	e2e_same_as_bare("rawclose", NULL, "kept=1\n");

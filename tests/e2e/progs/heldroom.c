@@ -7,12 +7,22 @@
  * content and both offsets, "content=AAAABBBBCCCC off=12,12" as bare.
  * dup2: an O_SYNC descriptor dup2()ed onto 256, then onto 257 (free
  * numbers where the library keeps its own), each copy closed and then
- * written to: "close=0,0 write=EBADF,EBADF" as bare. */
+ * written to: "close=0,0 write=EBADF,EBADF" as bare.
+ * spawn: with an O_DSYNC descriptor open, popen() and open() take the
+ * next free numbers, and a posix_spawn() whose file action dup2()s the
+ * number after those (which the program does not have) fails with EBADF:
+ * "popen=4 open=5 spawn=EBADF" as bare, where 3 was the lowest free. (The library gives a converted
+ * descriptor its flag back for a spawn; what it keeps meanwhile must not
+ * take numbers of the program's.) */
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define FILES 65
 
@@ -59,6 +69,31 @@ static int dup2s(const char *dir)
 	return 0;
 }
 
+static int spawns(const char *dir)
+{
+	char path[4096], *argv[] = { "true", NULL };
+	posix_spawn_file_actions_t fa;
+	int fd, o, r;
+	FILE *p;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	p = popen("true", "r");
+	snprintf(path, sizeof(path), "%s/g", dir);
+	o = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !p || o < 0)
+		return fprintf(stderr, "heldroom: fd %d, popen %p, open %d\n", fd, (void *)p, o), 1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, o + 1, 9);
+	r = posix_spawnp(&pid, "true", &fa, NULL, argv, environ);
+	if (r == 0)
+		waitpid(pid, NULL, 0);
+	printf("popen=%d open=%d spawn=%s\n", fileno(p), o, r ? strerrorname_np(r) : "0");
+	pclose(p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -67,5 +102,7 @@ int main(int argc, char **argv)
 		return full(argv[1]);
 	if (!strcmp(argv[2], "dup2"))
 		return dup2s(argv[1]);
+	if (!strcmp(argv[2], "spawn"))
+		return spawns(argv[1]);
 	return 2;
 }
