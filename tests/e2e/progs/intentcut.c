@@ -243,7 +243,7 @@ static const char *const walked[] = { "write", "pwrite", "pwrite64", "writev", "
 /* Names that change a file other than through its bytes (tests/e2e/intent.sh
  * covers each: truncate, fallocate, rename, unlink, mmap, O_TRUNC; ioctl's
  * clones are checkpointed as fallocate is, and the filesystems the suite
- * runs on clone nothing) or write nothing (prctl, clone). */
+ * runs on clone nothing) or write nothing (prctl, clone, unshare). */
 static const char *const not_writes[] = {
 	"fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync", "open", "open64",
 	"openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat",
@@ -253,7 +253,8 @@ static const char *const not_writes[] = {
 	"fexecve", "execveat", "posix_spawn", "posix_spawnp", "system", "popen", "_exit", "_Exit", "truncate",
 	"truncate64", "ftruncate", "ftruncate64", "fallocate", "fallocate64", "posix_fallocate",
 	"posix_fallocate64", "rename", "renameat",
-	"renameat2", "unlink", "unlinkat", "mmap", "mmap64", "ioctl", "prctl", "clone"
+	"renameat2", "unlink", "unlinkat", "mmap", "mmap64", "ioctl", "prctl", "clone",
+	"unshare"
 };
 
 static int listed(const char *n, const char *const *l, size_t k)
