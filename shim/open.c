@@ -1260,8 +1260,12 @@ GC_EXPORT void closefrom(int lowfd)
 	GC_COUNT(closefrom);
 	if (lowfd <= 2)
 		gc_stderr_gone(2);
-	if (lowfd >= 0 && unlikely(gc_own_maybe(INT_MAX)) &&
-	    gc_own_in((unsigned int)lowfd, ~0U, own)) {
+	/* through close_range where the library has something at or above
+	 * @lowfd: its own numbers, or entries of converted ones, which a
+	 * close it does not see would leave behind (a plain descriptor put
+	 * at such a number later would be taken for converted) */
+	if (lowfd >= 0 && (gc_fd_next(lowfd) >= 0 || (unlikely(gc_own_maybe(INT_MAX)) &&
+						      gc_own_in((unsigned int)lowfd, ~0U, own)))) {
 		close_range((unsigned int)lowfd, ~0U, 0);
 		return;
 	}

@@ -11,7 +11,11 @@
  * spawn: with an O_DSYNC descriptor open, popen() and open() take the
  * next free numbers, and a posix_spawn() whose file action dup2()s the
  * number after those (which the program does not have) fails with EBADF:
- * "popen=4 open=5 spawn=EBADF" as bare, where 3 was the lowest free. (The library gives a converted
+ * "popen=4 open=5 spawn=EBADF" as bare, where 3 was the lowest free.
+ * closefrom: an O_DSYNC descriptor dup2()ed onto 500, closefrom(400),
+ * then a plain open of the file copied to 500 again (F_DUPFD): it is
+ * plain, "getfl=0" as bare (the library once kept the entry of the 500
+ * it did not see closed, and took the new one for a converted copy). (The library gives a converted
  * descriptor its flag back for a spawn; what it keeps meanwhile must not
  * take numbers of the program's.) */
 #include <errno.h>
@@ -94,6 +98,24 @@ static int spawns(const char *dir)
 	return 0;
 }
 
+static int closefroms(const char *dir)
+{
+	char path[4096];
+	int fd, p, d;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	if (fd < 0 || dup2(fd, 500) != 500)
+		return perror("heldroom: open"), 1;
+	closefrom(400);
+	p = open(path, O_WRONLY);
+	d = p < 0 ? -1 : fcntl(p, F_DUPFD, 500);
+	if (d < 0)
+		return perror("heldroom: F_DUPFD"), 1;
+	printf("getfl=%d\n", !!(fcntl(d, F_GETFL) & O_DSYNC));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -104,5 +126,7 @@ int main(int argc, char **argv)
 		return dup2s(argv[1]);
 	if (!strcmp(argv[2], "spawn"))
 		return spawns(argv[1]);
+	if (!strcmp(argv[2], "closefrom"))
+		return closefroms(argv[1]);
 	return 2;
 }
