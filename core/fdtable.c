@@ -226,18 +226,15 @@ int gc_fd_held(int fd)
 int gc_fd_held_shared(int fd)
 {
 	int i, h = gc_fd_held(fd);
-	pid_t me;
 
 	if (h >= 0 || !gc_fd_get(fd))
 		return h;
 	/* a copy made with the table full: another number of the same
 	 * description holds what was opened */
-	me = (pid_t)syscall(SYS_getpid);
 	for (i = 0; i < GC_FD_HELD; i++) {
 		int other = __atomic_load_n(&held_for[i], __ATOMIC_ACQUIRE) - 1;
 
-		if (other >= 0 && other != fd &&
-		    syscall(SYS_kcmp, me, me, 0 /* KCMP_FILE */, fd, other) == 0)
+		if (other >= 0 && other != fd && gc_sys_same_file(fd, other) == 1)
 			return __atomic_load_n(&held_fd[i], __ATOMIC_ACQUIRE);
 	}
 	return -1;

@@ -118,6 +118,16 @@ static inline uid_t gc_sys_geteuid(void)
 	return (uid_t)syscall(SYS_geteuid);
 }
 
+/* Do descriptors @a and @b of this process name one open file
+ * description? 1 yes, 0 no, -1 unknown (no kcmp, or not allowed). */
+static inline int gc_sys_same_file(int a, int b)
+{
+	pid_t me = (pid_t)syscall(SYS_getpid);
+	long r = syscall(SYS_kcmp, me, me, 0 /* KCMP_FILE */, a, b);
+
+	return r < 0 ? -1 : r == 0;
+}
+
 static inline void *gc_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);

@@ -56,12 +56,20 @@ static uint64_t live_token(int fd)
 	return token;
 }
 
+/* A close-on-exec copy of @fd at the descriptor floor, else anywhere. */
+static int keep_fd(int fd)
+{
+	int c = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
+
+	return c >= 0 ? c : (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+}
+
 /* Swaps @fd for a real sync description; with @any also a close-on-exec
  * one (file actions may dup2 it into the child). Returns 0 or -errno. */
 static int prepare_one(struct exec_save *x, int fd, bool any)
 {
 	uint64_t token = live_token(fd);
-	int conv = (int)(uint32_t)token, fdfl, save, keep = -1, r;
+	int conv = (int)(uint32_t)token, fdfl, save, keep = -1, r, j;
 
 	if (!conv)
 		return 0;
@@ -89,12 +97,25 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
 	/* kept where the library keeps its own, not at the program's next
 	 * numbers: a popen() would get others than bare, and a file action
 	 * could dup2() a number the program does not have */
-	save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, gc_sys_fd_floor());
-	if (save < 0)
-		save = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+	save = keep_fd(fd);
 	if (save < 0)
 		return -errno;
-	r = gc_materialize(fd, conv, &keep, &x->s[x->n].held);
+	/* another number of the same description, given back already: the
+	 * same real one, so that the new program's writes through the two
+	 * share one offset, as the program's do */
+	for (j = 0; j < x->n; j++)
+		if (gc_sys_same_file(fd, x->s[j].save) == 1)
+			break;
+	if (j < x->n) {
+		keep = keep_fd(x->s[j].keep);
+		r = keep < 0 || syscall(SYS_dup3, keep, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0
+			    ? -errno : 0;
+		x->s[x->n].held = x->s[j].held;
+		if (r < 0 && keep >= 0)
+			syscall(SYS_close, keep);
+	} else {
+		r = gc_materialize(fd, conv, &keep, &x->s[x->n].held);
+	}
 	if (r < 0) {
 		syscall(SYS_close, save);
 		return r;

@@ -1229,6 +1229,28 @@ static bool fd_room(void)
  * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
  * no open converts any more. One that cannot (record locks held) stays
  * converted, said on stderr. */
+/* give_back() of @fd, and of the later numbers that name the same
+ * description: they get the one @fd got, so that they still share one
+ * offset (each given its own, two writes through two numbers of what the
+ * program opened once overwrote each other). */
+static int give_back_shared(int fd)
+{
+	int same[GC_FD_HELD], n = 0, g, r;
+
+	for (g = gc_fd_next(fd + 1); g >= 0 && n < GC_FD_HELD; g = gc_fd_next(g + 1))
+		if (gc_sys_same_file(fd, g) == 1)
+			same[n++] = g;
+	r = give_back(fd);
+	for (int i = 0; i < n && r == 0; i++) {
+		int fdfl = raw_fcntl(same[i], F_GETFD, 0);
+
+		if (fdfl >= 0 &&
+		    syscall(SYS_dup3, fd, same[i], (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
+			gc_fd_set(same[i], 0);
+	}
+	return r;
+}
+
 int gc_osync_stop(const char *what)
 {
 	int fd, r, first = 0;
@@ -1239,7 +1261,7 @@ int gc_osync_stop(const char *what)
 	if (!gc_fd_ever())
 		return 0;
 	for (fd = gc_fd_next(0); fd >= 0; fd = gc_fd_next(fd + 1)) {
-		if (!gc_fd_get(fd) || (r = give_back(fd)) == 0)
+		if (!gc_fd_get(fd) || (r = give_back_shared(fd)) == 0)
 			continue;
 		first = first ? first : r;
 		gc_log(GC_LOG_WARN, "fd %d keeps its O_SYNC/O_DSYNC conversion (%s): %s "

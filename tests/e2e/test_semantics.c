@@ -468,6 +468,12 @@ Test(semantics, copies_of_converted_descriptors_are_the_programs_as_bare)
 	 * entries: the one of a converted 500 it closed stayed, and a plain
 	 * copy put at 500 later was taken for converted (F_GETFL: O_DSYNC) */
 	e2e_same_as_bare("heldroom", "closefrom", "getfl=0\n");
+	/* two numbers of one description given their flag back (by
+	 * unshare(CLONE_FILES), or for an exec'd child without the library)
+	 * once got a description each: the second write overwrote the
+	 * first ("content=bb", "content=Y") */
+	e2e_same_as_bare("heldroom", "unshare", "content=aabb\n");
+	e2e_same_as_bare("heldroom", "exec", "content=XY\n");
 }
 
 /* For a spawn a converted descriptor gets its flag back, and the library

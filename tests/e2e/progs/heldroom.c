@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* heldroom DIR full|dup2: copies of converted O_DSYNC/O_SYNC descriptors.
+/* heldroom DIR full|dup2|spawn|closefrom|unshare|exec: copies of converted
+ * O_DSYNC/O_SYNC descriptors, and what the library keeps for them.
  * full: 65 files opened O_DSYNC (the library holds at most 64 of the
  * descriptions it converts: core/fdtable.h), then a dup() of the first;
  * 4 bytes through the first, 4 through the copy, 4 through the first.
@@ -11,15 +12,22 @@
  * spawn: with an O_DSYNC descriptor open, popen() and open() take the
  * next free numbers, and a posix_spawn() whose file action dup2()s the
  * number after those (which the program does not have) fails with EBADF:
- * "popen=4 open=5 spawn=EBADF" as bare, where 3 was the lowest free.
+ * "popen=4 open=5 spawn=EBADF" as bare, where 3 was the lowest free (what
+ * the library keeps for a spawn must not take numbers of the program's).
  * closefrom: an O_DSYNC descriptor dup2()ed onto 500, closefrom(400),
  * then a plain open of the file copied to 500 again (F_DUPFD): it is
  * plain, "getfl=0" as bare (the library once kept the entry of the 500
- * it did not see closed, and took the new one for a converted copy). (The library gives a converted
- * descriptor its flag back for a spawn; what it keeps meanwhile must not
- * take numbers of the program's.) */
+ * it did not see closed, and took the new one for a converted copy).
+ * unshare, exec: two numbers of one O_DSYNC description (a dup()), given
+ * their flag back: by unshare(CLONE_FILES) in this process, or for a
+ * child without the library that writes "X" through one and "Y" through
+ * the other. One description, one offset: "content=aabb" and
+ * "content=XY" as bare (the library once gave each number a description
+ * of its own: the second write overwrote the first). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,8 +124,40 @@ static int closefroms(const char *dir)
 	return 0;
 }
 
+/* the two numbers of one description, written in turn; the content */
+static int split(const char *dir, const char *how, char *self)
+{
+	char path[4096], buf[64] = { 0 };
+	int fd, d, r;
+
+	snprintf(path, sizeof(path), "%s/s", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DSYNC, 0644);
+	d = fd < 0 ? -1 : dup(fd);
+	if (d < 0)
+		return perror("heldroom: open"), 1;
+	if (!strcmp(how, "unshare")) {
+		if (unshare(CLONE_FILES) || write(fd, "aa", 2) != 2 || write(d, "bb", 2) != 2)
+			return perror("heldroom: unshare"), 1;
+	} else {
+		char a[16], b[16], *argv[] = { self, a, b, NULL }, *envp[] = { NULL };
+		pid_t pid;
+
+		snprintf(a, sizeof(a), "%d", fd);
+		snprintf(b, sizeof(b), "%d", d);
+		if (posix_spawn(&pid, self, NULL, NULL, argv, envp) || waitpid(pid, &r, 0) != pid ||
+		    !WIFEXITED(r) || WEXITSTATUS(r))
+			return fprintf(stderr, "heldroom: the child failed\n"), 1;
+	}
+	r = (int)pread(fd, buf, sizeof(buf) - 1, 0);
+	printf("content=%s\n", r > 0 ? buf : "-");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	/* the exec child: "X" through the first number, "Y" the second */
+	if (argc == 3 && argv[1][0] >= '0' && argv[1][0] <= '9')
+		return write(atoi(argv[1]), "X", 1) == 1 && write(atoi(argv[2]), "Y", 1) == 1 ? 0 : 1;
 	if (argc != 3)
 		return 2;
 	if (!strcmp(argv[2], "full"))
@@ -128,5 +168,7 @@ int main(int argc, char **argv)
 		return spawns(argv[1]);
 	if (!strcmp(argv[2], "closefrom"))
 		return closefroms(argv[1]);
+	if (!strcmp(argv[2], "unshare") || !strcmp(argv[2], "exec"))
+		return split(argv[1], argv[2], argv[0]);
 	return 2;
 }
