@@ -147,15 +147,18 @@ static bool still_materialized(int fd, int keep)
  * stays one, only slower), and an entry of ours that no longer fits goes. */
 static void undo_one(struct exec_save *x, int i)
 {
-	int fd = x->s[i].fd, save = x->s[i].save, keep = x->s[i].keep, fdfl;
+	int fd = x->s[i].fd, save = x->s[i].save, keep = x->s[i].keep, fdfl, locks;
 	bool mine = !x->self || gc_fd_token(fd) == x->s[i].token;
 	bool still = mine && !x->s[i].held && still_materialized(fd, keep);
 
 	/* A lock taken meanwhile (by another thread, through any descriptor
-	 * of the file) would go with the dup3 or the closes: leave them. */
-	if (x->self && gc_fd_locks(keep, true)) {
-		gc_log(GC_LOG_WARN, "fd %d: record locks taken during a spawn; two "
-		       "descriptors of the file stay open (%d, %d)", fd, save, keep);
+	 * of the file) would go with the dup3 or the closes: leave them, also
+	 * where that cannot be told (no descriptor free to read /proc). */
+	if (x->self && (locks = gc_fd_locks(keep, true)) != 0) {
+		gc_log(GC_LOG_WARN, "fd %d: %s%s; two descriptors of the file stay open (%d, %d)",
+		       fd, locks > 0 ? "record locks taken during a spawn" :
+				       "whether record locks were taken during a spawn is unknown: ",
+		       locks > 0 ? "" : strerror(-locks), save, keep);
 		if (still)
 			gc_fd_close_end(fd, x->s[i].token);
 		return;
