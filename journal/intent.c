@@ -2331,9 +2331,11 @@ int gc_intent_sync(int fd, bool datasync, enum gc_origin origin, uint64_t begun)
 	/* nothing to wait for (or a descriptor that cannot): a writeback
 	 * error of the file this description has not seen yet is still
 	 * this request's, as the kernel would have reported it */
-	return e == -EIO || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == 0
-		       ? e
-		       : gc_commit_pending_error(fd);
+	if (e == -EIO || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == 0)
+		return e;
+	e = gc_commit_pending_error(fd);
+	/* cannot ask (the call refused): its own real call answers */
+	return e > 0 ? gc_commit_direct(fd, datasync) : e;
 }
 
 /* ---- calls that change a file other than by writing its bytes ---- */

@@ -490,8 +490,11 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 	int r;
 
 	count_request(sl, origin);
-	/* policy none: the cost of interposition alone, nothing more */
-	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE) {
+	/* policy none: the cost of interposition alone, nothing more; and
+	 * where a request could not ask its descriptor for its errors
+	 * (gc_commit_pending_error), none shares another's real call */
+	if (gc_cfg.c_policy.pc_kind == GC_POL_NONE ||
+	    __builtin_expect(__atomic_load_n(&gc_sfr_refused, __ATOMIC_RELAXED), 0)) {
 		*t0 = gc_now_ns();
 		r = gc_commit_direct(fd, datasync);
 		*t1 = gc_now_ns();
@@ -723,7 +726,9 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		 * descriptor has not seen yet, as its own fsync would have. */
 		int e = gc_commit_pending_error(fd);
 
-		if (!r && e < 0)
+		if (e > 0) /* cannot ask: its own real call answers for it */
+			r = direct_noted(d, fd, datasync);
+		else if (!r && e < 0)
 			r = e;
 	}
 	r = held_file(d, fd, &st, r);

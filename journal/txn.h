@@ -58,7 +58,12 @@ int gc_sync_grouped(int fd, bool datasync, enum gc_origin origin, uint64_t begun
 
 /* commit.c: real calls. Results are 0 or -errno. */
 int gc_commit_direct(int fd, bool datasync);
+/* A writeback error @fd's description has not reported yet: -errno, 0
+ * none, 1 cannot tell (sync_file_range refused: then gc_sfr_refused is
+ * set, and the process's requests make real calls of their own from then
+ * on, each the answer to its own description, as bare). */
 int gc_commit_pending_error(int fd);
+extern bool gc_sfr_refused;
 /* @r, the result of a real call just made on @fd, or -EIO when @r is 0 and
  * the filesystem now fails fstat with EIO (shut down: journal/fs.h). */
 int gc_commit_dead_check(int fd, int r);
