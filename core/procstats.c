@@ -310,7 +310,8 @@ void gc_ps_ensure(bool sites)
 	}
 	if (fd < 0)
 		goto fail;
-	if (syscall(SYS_ftruncate, fd, (long)len) < 0 || syscall(SYS_fstat, fd, &fst) < 0) {
+	if (!gc_sys_fsize_ok(len) || syscall(SYS_ftruncate, fd, (long)len) < 0 ||
+	    syscall(SYS_fstat, fd, &fst) < 0) {
 		raw_close(fd);
 		syscall(SYS_unlink, ps_path);
 		goto fail;
@@ -364,7 +365,8 @@ bool gc_ps_add_sites(void)
 	/* the file we made, not one put at its name since */
 	fd = raw_open(ps_path, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_ino == ps_ino && syscall(SYS_ftruncate, fd, (long)GC_PS_SIZE_SITES) == 0)
+	    (uint64_t)st.st_ino == ps_ino && gc_sys_fsize_ok(GC_PS_SIZE_SITES) &&
+	    syscall(SYS_ftruncate, fd, (long)GC_PS_SIZE_SITES) == 0)
 		m = map_sites(fd);
 	if (fd >= 0)
 		raw_close(fd);

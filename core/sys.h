@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/vfs.h>
@@ -116,6 +117,17 @@ static inline int gc_sys_fstatfs(int fd, struct statfs *sf)
 static inline uid_t gc_sys_geteuid(void)
 {
 	return (uid_t)syscall(SYS_geteuid);
+}
+
+/* May a file of the library's own grow to @len bytes? Not past the
+ * program's RLIMIT_FSIZE: the kernel would send the program SIGXFSZ,
+ * whose default kills it. */
+static inline bool gc_sys_fsize_ok(uint64_t len)
+{
+	struct rlimit rl;
+
+	return syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 ||
+	       rl.rlim_cur == RLIM_INFINITY || len <= rl.rlim_cur;
 }
 
 /* Do descriptors @a and @b of this process name one open file

@@ -258,7 +258,8 @@ static struct gi_wseg *wseg(void)
 			st.st_size = 0;
 	}
 	if ((st.st_size != 0 && st.st_size != (off_t)sizeof(*w)) ||
-	    (st.st_size == 0 && syscall(SYS_ftruncate, fd, (long)sizeof(*w)) < 0)) {
+	    (st.st_size == 0 && (!gc_sys_fsize_ok(sizeof(*w)) ||
+				 syscall(SYS_ftruncate, fd, (long)sizeof(*w)) < 0))) {
 		gi_sys_close(fd);
 		return NULL;
 	}
@@ -1473,7 +1474,8 @@ static void attach(void)
 			cst.st_size = 0;
 	}
 	if (cst.st_size == (off_t)sizeof(*s) || cst.st_size == 0) {
-		if (cst.st_size == 0 && syscall(SYS_ftruncate, gi.v.v_ctlfd, (long)sizeof(*s)) < 0)
+		if (cst.st_size == 0 && (!gc_sys_fsize_ok(sizeof(*s)) ||
+					 syscall(SYS_ftruncate, gi.v.v_ctlfd, (long)sizeof(*s)) < 0))
 			goto fail_locked;
 		s = (void *)syscall(SYS_mmap, NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED,
 				    gi.v.v_ctlfd, 0L);

@@ -200,6 +200,11 @@ static struct gc_domain *create(const char *path, uint64_t dev, uid_t uid, const
 			       : "cannot create a segment (O_TMPFILE in " SHM_DIR ")";
 		return NULL;
 	}
+	if (!gc_sys_fsize_ok(sizeof(*d))) {
+		syscall(SYS_close, fd);
+		*why = "cannot make a segment (RLIMIT_FSIZE)";
+		return NULL;
+	}
 	if (syscall(SYS_ftruncate, fd, (off_t)sizeof(*d)) < 0 || !(d = map_fd(fd))) {
 		syscall(SYS_close, fd);
 		*why = "cannot size or map a new segment";

@@ -513,6 +513,23 @@ Test(semantics, a_sandbox_that_refuses_sync_file_range_syncs_as_bare)
 	e2e_same_as_bare("sfrdenied", NULL, "errors=0\n");
 }
 
+/* A process whose files may not grow past 8 KiB (RLIMIT_FSIZE): the
+ * library once grew its own files past that (the shared segment, 19 KB;
+ * the statistics file, with a report asked for), and the kernel's
+ * SIGXFSZ killed the program. Now it makes neither there. */
+Test(semantics, a_process_with_a_file_size_limit_runs_as_bare)
+{
+	static const char *const report[] = { "LIBGC_REPORT=1", NULL };
+	const char *argv[] = { e2e_prog("fsizecap"), e2e_dir(), NULL };
+	struct e2e_run bare, gc;
+
+	e2e_same_as_bare("fsizecap", NULL, "fsync=0\n");
+	e2e_run_as_bare(&bare, &gc, report, argv, "with a report");
+	cr_expect_str_eq(bare.out, "fsync=0\n", "bare: %s", bare.err);
+	e2e_run_free(&bare);
+	e2e_run_free(&gc);
+}
+
 Test(semantics, a_number_the_program_took_back_is_never_closed_for_it)
 {
 	e2e_same_as_bare("rawclose", NULL, "kept=1\n");
