@@ -34,14 +34,15 @@ static int real_sync(int fd, bool datasync)
 	return gc_sys_sync(fd, datasync);
 }
 
-/* Reports (and marks reported) a writeback error @fd's open file description
- * has not seen yet (1: cannot tell, the call refused), without waiting for any writeback: sync_file_range with
- * WAIT_AFTER checks the description's error cursor whatever the range, and
- * a range past any page waits for nothing. Waiting here would make a
- * request that already has its result queue behind the next commit. Only
- * inside a sync request on @fd, whose error it is (DESIGN rule 8). */
 bool gc_sfr_refused;
 
+/* Reports (and marks reported) a writeback error @fd's open file description
+ * has not seen yet (1: cannot tell, the call refused), without waiting for
+ * any writeback: sync_file_range with WAIT_AFTER checks the description's
+ * error cursor whatever the range, and a range past any page waits for
+ * nothing. Waiting here would make a request that already has its result
+ * queue behind the next commit. Only inside a sync request on @fd, whose
+ * error it is (DESIGN rule 8). */
 int gc_commit_pending_error(int fd)
 {
 	int r = gc_sys_sfr(fd, INT64_MAX - 1, 1, SYNC_FILE_RANGE_WAIT_AFTER);
