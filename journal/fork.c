@@ -119,7 +119,7 @@ GC_ONCE void gc_journal_exit(void)
 		if (!gc_domain_is_segment(d) || !gc_domains[i].dr_joined || !gc_domain_lock(d))
 			continue;
 		if (gc_domain_leave(d, gc_getpid())) {
-			gc_domain_path(path, sizeof(path), gc_sys_geteuid(), d->j_dev);
+			gc_domain_path(path, sizeof(path), gc_domains[i].dr_uid, d->j_dev);
 			syscall(SYS_unlink, path);
 		}
 		gc_domain_unlock(d);

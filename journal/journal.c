@@ -95,6 +95,7 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 		if (d) {
 			gc_domains[n].dr_dom = d;
 			gc_domains[n].dr_dev = dev;
+			gc_domains[n].dr_uid = d->j_uid;
 			gc_domains[n].dr_direct = direct;
 			gc_domains[n].dr_fs_flags = fs->fs_flags;
 			__atomic_store_n(&gc_ndomains, n + 1, __ATOMIC_RELEASE);

@@ -43,6 +43,8 @@ struct gc_dom_ref {
 	uint32_t dr_joined;	/* this process is in the member table */
 	uint32_t dr_direct;	/* a filesystem whose fsync may not cover the inode */
 	uint32_t dr_fs_flags;	/* GC_FS_* of its filesystem (journal/fs.h) */
+	uint32_t dr_uid;	/* the user whose segment it is (the effective uid
+				 * at its attach: a setuid since does not rename it) */
 	uint32_t dr_requests;	/* this process's grouped-path requests, up to 2
 				 * (j_lock held): gc_policy_proc_first */
 };

@@ -687,6 +687,23 @@ ParameterizedTest(struct bad_seg *c, shared, bad_segment)
 
 /* Every process of a workload SIGKILLed while a commit is in flight: the
  * segment stays, with dead members and a transaction half done. */
+/* A root process that syncs, then becomes nobody (setuid) and exits,
+ * leaves the segment it was in: root's. It once named the segment to
+ * remove by the user it was at exit, and removed nobody's from under a
+ * nobody process still in it ("nobody=0"). */
+Test(shared, a_setuid_process_leaves_the_segment_it_was_in)
+{
+	const char *argv[] = { e2e_prog("uidexit"), NULL };
+	struct e2e_run r;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root (two users)");
+	e2e_run(&r, PRE_GC, NULL, 30, argv);
+	e2e_expect_ok(&r, "uidexit");
+	cr_expect_str_eq(r.out, "nobody=1\n", "%s", r.err);
+	e2e_run_free(&r);
+}
+
 Test(shared, stale_segment_after_killing_everyone)
 {
 	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000",
