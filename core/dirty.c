@@ -586,10 +586,8 @@ void gc_dirty_slow(int fd, int64_t off, uint64_t n)
 	 * would report the file's writeback errors here, to nobody */
 	r = gc_sys_sfr(fd, (off64_t)start, (off64_t)(end - start), SYNC_FILE_RANGE_WRITE);
 	now = gc_now_ns();
-	/* (refused, by a seccomp filter that does not name the call: no
-	 * writeback started, so nothing to wait for either) */
-	if (r == -EBADF || r == -EINVAL || r == -ESPIPE || r == -EPERM || r == -EACCES ||
-	    r == -ENOSYS) {
+	/* (refused: no writeback started, so nothing to wait for either) */
+	if (r == -EBADF || r == -EINVAL || r == -ESPIPE || gc_sys_refused(r)) {
 		ring_drop(s);
 		s->s_state = SLOT_SKIP;
 		__atomic_store_n(&s->s_thresh, GC_DIRTY_RECHECK, __ATOMIC_RELAXED);

@@ -6,6 +6,7 @@
  * calls serve. Nothing here includes shim/: arrows point down. */
 #ifndef GC_SYS_H
 #define GC_SYS_H
+#include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -128,6 +129,14 @@ static inline bool gc_sys_fsize_ok(uint64_t len)
 
 	return syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &rl) != 0 ||
 	       rl.rlim_cur == RLIM_INFINITY || len <= rl.rlim_cur;
+}
+
+/* Is @r (-errno) a refusal of the call itself, by a seccomp filter whose
+ * allow-list does not name it (or a kernel without it), rather than an
+ * answer about the file? */
+static inline bool gc_sys_refused(int r)
+{
+	return r == -EPERM || r == -EACCES || r == -ENOSYS;
 }
 
 /* Do descriptors @a and @b of this process name one open file

@@ -49,9 +49,8 @@ int gc_commit_pending_error(int fd)
 
 	if (r == -EINVAL) /* a kernel that refuses the range: wait for all */
 		r = gc_sys_sfr(fd, 0, 0, SYNC_FILE_RANGE_WAIT_AFTER);
-	if (r == -EPERM || r == -EACCES || r == -ENOSYS) {
-		/* not the file's answer: a seccomp filter's (an allow-list
-		 * that does not name the call) */
+	if (gc_sys_refused(r)) {
+		/* not the file's answer: a seccomp filter's */
 		__atomic_store_n(&gc_sfr_refused, true, __ATOMIC_RELAXED);
 		return 1;
 	}

@@ -24,10 +24,6 @@
 #include "core/log.h"
 #include "shim/shim.h"
 
-#ifndef KCMP_FILE
-#define KCMP_FILE 0
-#endif
-
 #define EXEC_SAVE_MAX 64
 
 struct exec_save {
@@ -131,12 +127,11 @@ static int prepare_one(struct exec_save *x, int fd, bool any)
  * has it; else the same inode and the entry unchanged must do. */
 static bool still_materialized(int fd, int keep)
 {
-	pid_t me = (pid_t)syscall(SYS_getpid);
-	long r = syscall(SYS_kcmp, me, me, KCMP_FILE, fd, keep);
+	int same = gc_sys_same_file(fd, keep);
 	struct stat a, b;
 
-	if (r >= 0)
-		return r == 0;
+	if (same >= 0)
+		return same;
 	return fstat(fd, &a) == 0 && fstat(keep, &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
 }

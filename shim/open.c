@@ -1223,12 +1223,6 @@ static bool fd_room(void)
 	return freed;
 }
 
-/* Writes that go round the wrappers (an io_uring's, a thread's in
- * seccomp's strict mode, a process's that shares the descriptors and not
- * the library's table) would reach a converted descriptor without its
- * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
- * no open converts any more. One that cannot (record locks held) stays
- * converted, said on stderr. */
 /* give_back() of @fd, and of the later numbers that name the same
  * description: they get the one @fd got, so that they still share one
  * offset (each given its own, two writes through two numbers of what the
@@ -1251,6 +1245,12 @@ static int give_back_shared(int fd)
 	return r;
 }
 
+/* Writes that go round the wrappers (an io_uring's, a thread's in
+ * seccomp's strict mode, a process's that shares the descriptors and not
+ * the library's table) would reach a converted descriptor without its
+ * O_SYNC/O_DSYNC: every converted descriptor gets its real flag back and
+ * no open converts any more. One that cannot (record locks held) stays
+ * converted, said on stderr. */
 int gc_osync_stop(const char *what)
 {
 	int fd, r, first = 0;
