@@ -11,14 +11,9 @@
 
 /* Before the first timed wait is measured: Linux's default timer slack. */
 #define GC_GRAN_DEFAULT_NS (50 * GC_NSEC_PER_USEC)
-/* Activity window for "recent sync threads", in commit latencies. */
-#define GC_ACTIVE_COMMITS 8
-#define GC_ACTIVE_MIN_NS (1 * GC_NSEC_PER_MSEC)
-#define GC_ACTIVE_MAX_NS (1 * GC_NSEC_PER_SEC)
-/* Transactions carried fewer than 1.5 handles on average (EWMA, x16)
- * over at least this many: the sync threads do not overlap. */
+/* Transactions carried fewer than 1.5 handles on average (EWMA, x16),
+ * over a stretch of them: the sync threads do not overlap. */
 #define GC_SERIAL_BATCH_X16 24
-#define GC_SERIAL_TXNS 4
 /* The library's own timing (docs/policy.md rule 4), while no other source
  * knows the device: it reads the device as rule 0 does, GC_DEVICE_GROUP_NS
  * being the threshold, from the shortest direct call it timed in its last
@@ -28,13 +23,10 @@
  * calls of 0.68 ms at p50 and 1.6 ms at p99, while the shortest of a 25 ms
  * window was 0.13-0.6 ms, but in 1 of 121 windows 1.3 ms (two in a row:
  * none seen); on the slow disks no call is shorter than a flush. An epoch
- * lasts GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS of those calls if longer, so
- * that each syncing thread ends a call in it. Read slow, the device's
+ * is the shortest stretch, GC_STRETCH_MIN_NS. Read slow, the device's
  * verdict is grouping, and the outcome check holds and probes as where
  * another source knows the device. The holds of both are GC_FB_HOLD_MIN
  * to GC_FB_HOLD_MAX stretches. */
-#define GC_FB_EPOCH_NS (25 * GC_NSEC_PER_MSEC)
-#define GC_FB_EPOCH_CALLS 2
 #define GC_FB_HOLD_MIN 8
 #define GC_FB_HOLD_MAX 64
 
@@ -89,13 +81,27 @@ void gc_policy_init(struct gc_policy_state *ps)
 	ps->ps_oc_hold = GC_FB_HOLD_MIN;
 }
 
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* The policy's unit of recent time: GC_STRETCH_COMMITS commits of
+ * @commit_ns each, and at least GC_STRETCH_MIN_NS. The outcome check
+ * measures a mode over stretches, the library's own timing times calls in
+ * epochs of the shortest, and the threads seen syncing within one are
+ * those a transaction waits for. */
+static uint64_t stretch(uint64_t commit_ns)
+{
+	uint64_t by_commits = sat_mul(commit_ns, GC_STRETCH_COMMITS);
+
+	return by_commits > GC_STRETCH_MIN_NS ? by_commits : GC_STRETCH_MIN_NS;
+}
+
+/* Recent sync threads: those seen within a stretch. */
 static uint64_t active_window(const struct gc_policy_state *ps)
 {
-	uint64_t w = GC_ACTIVE_COMMITS * ps->ps_commit_ns;
-
-	if (w < GC_ACTIVE_MIN_NS)
-		w = GC_ACTIVE_MIN_NS;
-	return min_u64(w, GC_ACTIVE_MAX_NS);
+	return stretch(ps->ps_commit_ns);
 }
 
 /* The count of recent threads, read once and never past the table: the
@@ -176,7 +182,7 @@ uint64_t gc_policy_device_flush(const struct gc_policy_state *ps, uint64_t now)
 	 * is not fresh either. The library's own reading has no refresh:
 	 * it stands until a source knows the device. */
 	if (!f || !at || at > now ||
-	    (now - at >= GC_DEVICE_FRESH_NS &&
+	    (now - at >= GC_STALE_NS &&
 	     __atomic_load_n(&ps->ps_device_src, __ATOMIC_RELAXED) != GC_DEV_SELF))
 		return 0;
 	return f;
@@ -259,14 +265,10 @@ static struct gc_verdict mode_verdict(uint32_t mode, uint64_t start, uint64_t le
 	return (struct gc_verdict){ mode == GC_FB_DIRECT ? GC_V_TIMED : GC_V_GROUP, until };
 }
 
-/* A verdict holds at most this long, whatever it rests on: a scribbled or
- * stale one cannot last. */
-#define GC_VERDICT_MAX_NS (1000ULL * 1000ULL * 1000ULL)
-
 struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 				    const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t at, f, until = now + GC_VERDICT_MAX_NS;
+	uint64_t at, f, until = now + GC_STALE_NS;
 	struct gc_verdict v = { GC_V_GROUP, until };
 
 	if (pc->pc_kind == GC_POL_NONE) {
@@ -376,19 +378,6 @@ void gc_policy_direct_done(struct gc_policy_state *ps, int32_t tid, uint64_t sta
 		;
 }
 
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-/* GC_FB_EPOCH_NS, or GC_FB_EPOCH_CALLS direct calls if longer. */
-static uint64_t fb_epoch_len(const struct gc_policy_state *ps)
-{
-	uint64_t by_calls = sat_mul(ps->ps_fb_call_ns, GC_FB_EPOCH_CALLS);
-
-	return by_calls > GC_FB_EPOCH_NS ? by_calls : GC_FB_EPOCH_NS;
-}
-
 /* A span of a mode (the outcome check's stretch, own timing's epoch)
  * that began at @start (0: none yet) and lasts @len is over at @now. By
  * time alone: a span, a probe of direct calls too, never outlasts its
@@ -423,9 +412,7 @@ static uint32_t hold_doubled(uint32_t hold)
  */
 static uint64_t oc_len(const struct gc_policy_state *ps)
 {
-	uint64_t by_commits = sat_mul(ps->ps_commit_ns, GC_OC_COMMITS);
-
-	return by_commits > GC_FB_EPOCH_NS ? by_commits : GC_FB_EPOCH_NS;
+	return stretch(ps->ps_commit_ns);
 }
 
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
@@ -685,7 +672,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		}
 		/* the evidence of the domain's first commits is its start-up's
 		 * (threads arriving one by one): one more stretch */
-		if (mode == GC_FB_GROUP && ps->ps_txns < 2 * GC_OC_COMMITS) {
+		if (mode == GC_FB_GROUP && ps->ps_txns < 2 * GC_STRETCH_COMMITS) {
 			oc_start(ps, mode, false, oc_len(ps), now);
 			return false;
 		}
@@ -730,11 +717,11 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 /* An epoch that follows a slow one measures what its direct calls took:
  * should it read slow too, grouping is compared with them. Elsewhere
  * (a fast device, tmpfs) direct calls write nothing more. */
-static void fb_start(struct gc_policy_state *ps, uint64_t len, uint64_t now)
+static void fb_start(struct gc_policy_state *ps, uint64_t now)
 {
 	__atomic_store_n(&ps->ps_fb_min_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_threads, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_fb_epoch_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&ps->ps_fb_epoch_len, GC_STRETCH_MIN_NS, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_epoch_start, now, __ATOMIC_RELAXED);
 	if (ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS)
 		measure_from(ps, now, now);
@@ -756,7 +743,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	if (!__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED)) {
 		/* The first epoch times direct calls: until they are
 		 * measured slow the program runs as it would bare. */
-		fb_start(ps, fb_epoch_len(ps), now);
+		fb_start(ps, now);
 		return false;
 	}
 	/* Slow when several threads made direct calls and even the shortest
@@ -769,7 +756,7 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	if (min != UINT64_MAX)
 		ps->ps_fb_call_ns = min;
 	if (!slow) {
-		fb_start(ps, fb_epoch_len(ps), now);
+		fb_start(ps, now);
 		return false;
 	}
 	/* the device's verdict from now: grouped from the next commit, the
@@ -861,7 +848,8 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	 * do not take turns; they alternate (two threads, each the other's
 	 * only peer), and the one whose commit just ended comes back within
 	 * the wait. */
-	if (ps->ps_txns >= GC_SERIAL_TXNS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 && !queued)
+	if (ps->ps_txns >= GC_STRETCH_COMMITS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 &&
+	    !queued)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Before the first commit is timed, the device's flush latency is
 	 * the commit's best estimate (Bacik: wait about one commit). */

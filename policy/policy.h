@@ -77,8 +77,8 @@ struct gc_policy_state {
 	uint32_t ps_procs_new;
 	uint32_t ps_procs_back;
 	/* The outcome check (rule 0 grouped): what requests cost, grouped
-	 * and direct, in turns. A stretch lasts GC_OC_COMMITS commits (at
-	 * least GC_FB_EPOCH_NS); a hold of the chosen mode GC_FB_HOLD_MIN
+	 * and direct, in turns. A stretch lasts GC_STRETCH_COMMITS commits
+	 * (at least GC_STRETCH_MIN_NS); a hold of the chosen mode GC_FB_HOLD_MIN
 	 * to GC_FB_HOLD_MAX stretches, as long as keeps probes within
 	 * 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
 	 * while grouping evidently pays and is not probed);
@@ -169,6 +169,18 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 			 uint64_t now);
 
+/* The policy's unit of recent time, a stretch: GC_STRETCH_COMMITS
+ * commits, and at least GC_STRETCH_MIN_NS. The outcome check compares
+ * modes stretch by stretch, the library's own timing times its calls in
+ * epochs of the shortest, and a transaction waits for the threads seen
+ * syncing within one (the activity window). */
+#define GC_STRETCH_COMMITS 8
+#define GC_STRETCH_MIN_NS (25ULL * 1000ULL * 1000ULL)
+/* Nothing older than this counts: a device's reading (then no longer
+ * fresh), or a verdict, whatever it rests on (a scribbled or stale one
+ * cannot last). */
+#define GC_STALE_NS (1000ULL * 1000ULL * 1000ULL)
+
 /* What the device says. The block-layer observer's FLUSH latency (or the
  * mean flush time /proc/diskstats shows) decides group-or-direct without
  * probing, while fresh: a flush under GC_DEVICE_GROUP_NS means direct
@@ -178,7 +190,6 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
  * and stands until another knows the device. */
 enum gc_device_src { GC_DEV_NONE, GC_DEV_OBSERVER, GC_DEV_DISKSTATS, GC_DEV_SELF, GC_DEV_SRCS };
 #define GC_DEVICE_GROUP_NS (1000ULL * 1000ULL)	/* 1 ms */
-#define GC_DEVICE_FRESH_NS (1000ULL * 1000ULL * 1000ULL)
 #define GC_DEVICE_REFRESH_NS (100ULL * 1000ULL * 1000ULL)
 #define GC_DEVICE_FIRST_NS (1000ULL * 1000ULL)
 const char *gc_device_src_name(uint32_t src);
@@ -223,11 +234,11 @@ void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now);
  * the program's call at @start to its answer at @end: the outcome check's
  * measure, counted for the stretch it ran within. Lock-free. */
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end);
-#define GC_OC_COMMITS 8
 /* Probes of a losing mode take at most 1/GC_OC_BUDGET of the time. */
 #define GC_OC_BUDGET 50
 
-/* Distinct sync threads seen within the activity window ending at @now. */
+/* Distinct sync threads seen within the activity window (a stretch)
+ * ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);
 /* Forgets the recent sync threads for which @gone(tid) is true (threads,
  * or whole processes, that ended): nobody waits for them. */

@@ -326,7 +326,7 @@ Test(adaptive, count_close_forgets_nobody)
 	cr_expect_eq(gc_policy_active(&ps, s + 5 * MS), 3);
 }
 
-/* The activity window is 8 commit latencies, within [1 ms, 1 s]. */
+/* The activity window is a stretch: 8 commit latencies, at least 25 ms. */
 struct window_case {
 	uint64_t commit_ns;	/* 0: no sample */
 	uint64_t window_ns;
@@ -335,8 +335,8 @@ struct window_case {
 ParameterizedTestParameters(adaptive, activity_window)
 {
 	static struct window_case cases[] = {
-		{ 0, 1 * MS },		{ 50 * US, 1 * MS },	{ 125 * US, 1 * MS },
-		{ 4 * MS, 32 * MS },	{ 100 * MS, 800 * MS }, { 500 * MS, 1 * SEC },
+		{ 0, 25 * MS },		{ 50 * US, 25 * MS },	{ 3 * MS, 25 * MS },
+		{ 4 * MS, 32 * MS },	{ 100 * MS, 800 * MS }, { 500 * MS, 4 * SEC },
 	};
 
 	return cr_make_param_array(struct window_case, cases, ARRAY_LEN(cases));
@@ -418,10 +418,9 @@ Test(adaptive, arrive_reports_a_new_sync_writer)
 
 /* ---- the library's own timing (no device source) -------------------------- */
 
-/* policy.c's numbers: an epoch lasts 25 ms or 2 of the shortest direct
- * calls; the outcome check's holds are 8 to 64 stretches. */
+/* policy.c's numbers: an epoch lasts 25 ms (the shortest stretch); the
+ * outcome check's holds are 8 to 64 stretches. */
 #define EPOCH (25 * MS)
-#define EPOCH_CALLS 2
 #define HOLD_MIN 8
 #define HOLD_MAX 64
 /* direct calls as measured: the 4 ms slow disk (append + fsync, two
@@ -639,8 +638,8 @@ Test(fallback, lone_thread_is_never_grouped)
 	cr_expect_not(gc_policy_bypass(&ps, &pc, now));
 }
 
-/* An epoch holds GC_FB_EPOCH_CALLS of the shortest direct calls when they
- * are long (so each thread ends a call in it), never less than 25 ms. */
+/* An epoch is the shortest stretch, 25 ms, however long the calls: one
+ * that times none says nothing, and the next times them again. */
 struct len_case {
 	uint64_t call_ns;
 	uint64_t len_ns;
@@ -651,8 +650,8 @@ ParameterizedTestParameters(fallback, epoch_length)
 	static struct len_case cases[] = {
 		{ CALL_FAST, EPOCH },
 		{ CALL_SLOW, EPOCH },
-		{ 18 * MS, EPOCH_CALLS * 18 * MS },
-		{ 40 * MS, EPOCH_CALLS * 40 * MS },
+		{ 18 * MS, EPOCH },
+		{ 40 * MS, EPOCH },
 	};
 
 	return cr_make_param_array(struct len_case, cases, ARRAY_LEN(cases));
@@ -700,7 +699,7 @@ Test(fallback, own_timing_is_the_device_source)
 	cr_expect_eq(ps.ps_device_src, GC_DEV_SELF);
 	cr_expect(gc_policy_device(&ps, 45 * US, GC_DEV_DISKSTATS, now), "diskstats: fast");
 	cr_expect(gc_policy_bypass(&ps, &pc, now));
-	now += GC_DEVICE_FRESH_NS;
+	now += GC_STALE_NS;
 	cr_expect_eq(gc_policy_device_flush(&ps, now), 0, "diskstats' reading expires");
 }
 
@@ -816,7 +815,7 @@ Test(fallback, own_timing_compares_grouping_with_the_calls_it_timed)
 	fb_to_group(&ps, &pc, &t, 4, 5 * MS);
 	cr_expect(ps.ps_oc_probe, "grouping starts as a probe");
 	cr_expect_eq(ps.ps_oc_ref_ns, 5 * MS, "against the direct calls of the epoch");
-	cr_expect_eq(ps.ps_oc_len, 2 * GC_OC_COMMITS * 5 * MS,
+	cr_expect_eq(ps.ps_oc_len, 2 * GC_STRETCH_COMMITS * 5 * MS,
 		     "two stretches of 8 commits, the shortest call a commit's estimate: %llu ms",
 		     (unsigned long long)(ps.ps_oc_len / MS));
 	grouped = fb_run(&ps, &pc, &t, T0 + 10 * SEC, 5 * MS, 6 * MS, GC_CLOSE_COUNT);
@@ -990,7 +989,7 @@ Test(device, stale_or_unknown_falls_back_to_own_timing)
 	cr_expect_neq(ps.ps_fb_epoch_start, 0);
 	gc_policy_device(&ps, 45 * US, GC_DEV_OBSERVER, t);
 	cr_expect_eq(ps.ps_fb_epoch_start, 0, "the device idles own timing");
-	t += GC_DEVICE_FRESH_NS;
+	t += GC_STALE_NS;
 	cr_expect_eq(gc_policy_device_flush(&ps, t), 0, "stale after a second");
 	cr_expect(gc_policy_epoch_due(&ps, &pc, t), "a first epoch opens");
 	fb_open(&ps, &pc, t);
@@ -1060,8 +1059,9 @@ static void commits_4ms(struct gc_policy_state *ps, const struct gc_policy_cfg *
 }
 
 /* Many threads that sync one at a time (PostgreSQL's WAL flush under its
- * own lock): each transaction times out with one handle. After a few, the
- * wait stops; once transactions carry several handles again, it returns. */
+ * own lock): each transaction times out with one handle. After a stretch
+ * of them (8), the wait stops; once transactions carry several handles
+ * again, it returns. */
 Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
@@ -1074,7 +1074,13 @@ Test(device, serialized_writers_stop_waiting_and_batches_bring_it_back)
 	for (int32_t tid = 1; tid <= 8; tid++)
 		gc_policy_arrive(&ps, &pc, tid, t);
 	expect_decision("first", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t, 4 * MS, 8);
-	for (k = 0; k < 6; k++) {
+	for (k = 0; k < GC_STRETCH_COMMITS; k++) {
+		if (k == GC_STRETCH_COMMITS - 1) {
+			for (int32_t tid = 1; tid <= 8; tid++)
+				gc_policy_arrive(&ps, &pc, tid, t);
+			expect_decision("a stretch not yet over", decide(&ps, &pc, 1, t, t, true),
+					GC_CLOSE_NONE, t, 4 * MS, 8);
+		}
 		commit(&ps, &pc, t, t + 4 * MS, 4 * MS, 1, GC_CLOSE_TIMEOUT);
 		t += 8 * MS;
 		for (int32_t tid = 1; tid <= 8; tid++)
@@ -1125,7 +1131,7 @@ Test(device, alternating_writers_queued_behind_a_commit_wait_for_each_other)
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, 4 * MS, GC_DEV_OBSERVER, t);
-	for (k = 0; k < 6; k++) {
+	for (k = 0; k < GC_STRETCH_COMMITS; k++) {
 		gc_policy_arrive(&ps, &pc, 1 + k % 2, t);
 		commit(&ps, &pc, t, t, 4 * MS, 1, GC_CLOSE_NOWAIT);
 		t += 4 * MS;
@@ -1295,7 +1301,7 @@ Test(siblings, stale_threads_are_not_siblings)
 
 	gc_policy_init(&ps);
 	for (int32_t tid = 1; tid <= 6; tid++)
-		gc_policy_arrive(&ps, &pc, tid, T0 - 2 * MS);	/* window is 1 ms */
+		gc_policy_arrive(&ps, &pc, tid, T0 - 26 * MS);	/* window is 25 ms */
 	gc_policy_arrive(&ps, &pc, 100, T0);
 	expect_decision("stale", decide(&ps, &pc, 1, T0, T0, true), GC_CLOSE_NOWAIT, T0,
 			0, 0);
@@ -1656,7 +1662,7 @@ Test(verdict, threads_seen_on_direct_calls_are_waited_for)
 /* ---- the outcome check (the device says grouping) ---------------------- */
 
 #define OC_COMMIT (4 * MS)
-#define OC_STRETCH (GC_OC_COMMITS * OC_COMMIT)
+#define OC_STRETCH (GC_STRETCH_COMMITS * OC_COMMIT)
 
 /* @n commits of OC_COMMIT (the device's flush too), closed for @why. */
 static void oc_commits(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t t,
@@ -1725,7 +1731,7 @@ static struct gc_policy_state oc_open(const struct gc_policy_cfg *pc, uint64_t t
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
-	oc_commits(&ps, pc, t, why, 4 * GC_OC_COMMITS);
+	oc_commits(&ps, pc, t, why, 4 * GC_STRETCH_COMMITS);
 	cr_assert_not(gc_policy_epoch_end(&ps, pc, t), "the first hold is grouped");
 	oc_why = why;
 	oc_spread = 0;
@@ -1914,7 +1920,7 @@ Test(outcome, the_watch_ends_no_hold_on_noise_nor_grouping_that_pays)
 	cr_assert_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP);
 	cr_assert_neq(ps.ps_oc_watch, 0);
 	/* its transactions now close by count: it evidently pays */
-	oc_commits(&ps, &pc, t, GC_CLOSE_COUNT, 4 * GC_OC_COMMITS);
+	oc_commits(&ps, &pc, t, GC_CLOSE_COUNT, 4 * GC_STRETCH_COMMITS);
 	oc_why = GC_CLOSE_COUNT;
 	from = t;
 	cr_expect_not(oc_run(&ps, &pc, &t, 20 * MS), "no probe, however late");
@@ -2139,7 +2145,7 @@ Test(outcome, no_probe_on_the_evidence_of_the_start)
 
 	gc_policy_init(&ps);
 	gc_policy_device(&ps, OC_COMMIT, GC_DEV_OBSERVER, t);
-	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2 * GC_OC_COMMITS - 3);
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 2 * GC_STRETCH_COMMITS - 3);
 	cr_assert_not(gc_policy_epoch_end(&ps, &pc, t));
 	/* one gathered a stretch: evidence, but not yet enough of it */
 	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
