@@ -78,8 +78,8 @@ struct gc_policy_state {
 	uint32_t ps_procs_back;
 	/* The outcome check (rule 0 grouped): what requests cost, grouped
 	 * and direct, in turns. A stretch lasts GC_STRETCH_COMMITS commits
-	 * (at least GC_STRETCH_MIN_NS); a hold of the chosen mode GC_FB_HOLD_MIN
-	 * to GC_FB_HOLD_MAX stretches, as long as keeps probes within
+	 * (at least GC_STRETCH_MIN_NS); a hold of the chosen mode
+	 * GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches, as long as keeps probes within
 	 * 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
 	 * while grouping evidently pays and is not probed);
 	 * then two stretches probe the other mode, and the lower mean
