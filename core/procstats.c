@@ -67,14 +67,6 @@ static ssize_t slurp(const char *path, char *buf, size_t len)
 	return got;
 }
 
-uint64_t gc_ps_pidns(void)
-{
-	struct stat st;
-
-	return syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/pid", &st, 0) ? 0
-									    : (uint64_t)st.st_ino;
-}
-
 /* /proc/PID/stat's start time (field 22) and, into @comm when not NULL,
  * the command between its parentheses. */
 static uint64_t starttime_of(const char *statpath, char *comm, size_t len)

@@ -152,6 +152,4 @@ int gc_ps_snap_sites(const struct gc_ps_map *m, struct gc_ps_sites *out);
 int gc_ps_ask_sites(const char *dir, const char *name);
 /* /proc/@pid/stat's start time, 0 when the process is gone. */
 uint64_t gc_ps_starttime(int32_t pid);
-/* This process's pid namespace inode. */
-uint64_t gc_ps_pidns(void);
 #endif

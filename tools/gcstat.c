@@ -25,6 +25,7 @@
 #include "core/blkstats.h"
 #include "core/clock.h"
 #include "core/procstats.h"
+#include "core/sys.h"
 
 #define MAXP 512
 
@@ -77,7 +78,7 @@ static bool stale(int32_t pid, uint64_t pidns, const struct gc_ps_snap *snap)
 {
 	uint64_t st;
 
-	if (pidns != gc_ps_pidns())
+	if (pidns != gc_sys_pidns())
 		return false;
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return true;
