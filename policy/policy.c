@@ -303,7 +303,7 @@ struct gc_verdict gc_policy_verdict(const struct gc_policy_state *ps,
 				    __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now, until);
 	}
 	return mode_verdict(GC_FB_DIRECT, __atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
-			    __atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now, until);
+			    GC_STRETCH_MIN_NS, now, until);
 }
 
 void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now)
@@ -711,7 +711,7 @@ bool gc_policy_epoch_due(const struct gc_policy_state *ps,
 				 __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED), now));
 	}
 	return span_due(__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED),
-			__atomic_load_n(&ps->ps_fb_epoch_len, __ATOMIC_RELAXED), now);
+			GC_STRETCH_MIN_NS, now);
 }
 
 /* An epoch that follows a slow one measures what its direct calls took:
@@ -721,7 +721,6 @@ static void fb_start(struct gc_policy_state *ps, uint64_t now)
 {
 	__atomic_store_n(&ps->ps_fb_min_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_threads, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&ps->ps_fb_epoch_len, GC_STRETCH_MIN_NS, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_fb_epoch_start, now, __ATOMIC_RELAXED);
 	if (ps->ps_fb_call_ns >= GC_DEVICE_GROUP_NS)
 		measure_from(ps, now, now);

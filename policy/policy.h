@@ -59,11 +59,10 @@ struct gc_policy_state {
 	 * source knows the device: docs/policy.md rule 4), in epochs; the
 	 * shortest is what one sync costs the device when nobody queues
 	 * before it. Read slow, it is the device's source (GC_DEV_SELF). */
-	uint64_t ps_fb_epoch_start;	/* 0: no epoch yet (atomic) */
-	uint64_t ps_fb_epoch_len;	/* (atomic) */
+	uint64_t ps_fb_epoch_start;	/* 0: no epoch yet (atomic); each lasts
+					 * GC_STRETCH_MIN_NS */
 	uint64_t ps_fb_call_ns;		/* shortest direct call of the last epoch that had
-					 * one: sizes the epochs, and a verdict for
-					 * grouping needs it slow too */
+					 * one: a verdict for grouping needs it slow too */
 	uint64_t ps_fb_min_ns;		/* shortest direct call of this epoch (atomic),
 					 * UINT64_MAX: none yet */
 	uint64_t ps_fb_threads;		/* who made them (atomic): 0 nobody,
@@ -79,8 +78,8 @@ struct gc_policy_state {
 	/* The outcome check (rule 0 grouped): what requests cost, grouped
 	 * and direct, in turns. A stretch lasts GC_STRETCH_COMMITS commits
 	 * (at least GC_STRETCH_MIN_NS); a hold of the chosen mode
-	 * GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches, as long as keeps probes within
-	 * 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
+	 * GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches, as long as keeps
+	 * probes within 1/GC_OC_BUDGET of the time at what the loser lost by (doubling
 	 * while grouping evidently pays and is not probed);
 	 * then two stretches probe the other mode, and the lower mean
 	 * request latency (the program's call to its answer), all but the
