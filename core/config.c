@@ -24,9 +24,16 @@ void gc_env_save(char *const *envp)
 
 	if (!envp || getauxval(AT_SECURE))
 		return;
-	for (; *envp && n < GC_ENV_MAX; envp++)
-		if (gc_str_after(*envp, "LIBGC_"))
-			gc_envs[n++] = *envp;
+	/* the prefix compared letter by letter, as immediates: a string
+	 * constant here was a page fault on the library's read-only data in
+	 * every process, which nothing else reads before a first sync */
+	for (; *envp && n < GC_ENV_MAX; envp++) {
+		const char *e = *envp;
+
+		if (e[0] == 'L' && e[1] == 'I' && e[2] == 'B' && e[3] == 'G' && e[4] == 'C' &&
+		    e[5] == '_')
+			gc_envs[n++] = e;
+	}
 	__atomic_store_n(&gc_nenv, n, __ATOMIC_RELEASE);
 }
 

@@ -505,7 +505,10 @@ int gc_fd_dev_note(uint64_t dev)
 	return -ENOSPC;
 }
 
-bool gc_fd_ever(void)
+/* Asked by fork's prepare handler (and by exec's and a give-back's rarer
+ * paths): placed with the start-up, fork and exit code, where a child of a
+ * process that never synced finds it in the one window of code it maps. */
+GC_ONCE bool gc_fd_ever(void)
 {
 	return __atomic_load_n(&devs_seen[0], __ATOMIC_SEQ_CST) != 0;
 }

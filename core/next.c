@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The next definitions of many names at once: what dlsym(RTLD_NEXT) would
- * return for each, read from the objects' own GNU hash tables in one pass.
- * dlsym costs about 850 instructions a name (its error frame, the search
- * for the caller's object, the lookup), a third of all that loading the
- * library costs a short process. */
+/* The next definitions of names: what dlsym(RTLD_NEXT) would return for
+ * each, read from the objects' own GNU hash tables, the list of objects
+ * read once. dlsym costs about 850 instructions a name (its error frame,
+ * the search for the caller's object, the lookup), a third of all that
+ * loading the library cost a short process when it resolved every name at
+ * start-up. */
 #include "core/next.h"
 
 #include <dlfcn.h>
@@ -72,6 +73,7 @@ static int walk_one(struct dl_phdr_info *info, size_t size, void *data)
 	const char *soname = NULL;
 	ElfW(Addr) soname_off = 0;
 	bool has_soname = false;
+	const char libc_so[] = "libc.so.6"; /* on the stack: see loader_settings */
 
 	if (!w->nw_after) {
 		w->nw_after = contains(info, w->nw_self);
@@ -110,7 +112,7 @@ static int walk_one(struct dl_phdr_info *info, size_t size, void *data)
 	w->nw_objs[w->nw_n++] = o;
 	if (has_soname)
 		soname = o.no_str + soname_off;
-	if (soname && !strcmp(soname, "libc.so.6")) {
+	if (soname && gc_str_after(soname, libc_so) && !soname[sizeof(libc_so) - 1]) {
 		w->nw_libc = true;
 		return 1;
 	}
@@ -191,37 +193,45 @@ extern char **environ;
 
 static bool loader_settings(void)
 {
+	/* arrays on the stack, made with immediates: a string constant read
+	 * here was a fault on the library's read-only data in every process */
+	const char ld[] = "LD_", audit[] = "AUDIT=", weak[] = "DYNAMIC_WEAK=";
 	char **e;
 
 	for (e = environ; e && *e; e++)
-		if (gc_str_after(*e, "LD_") &&
-		    (gc_str_after(*e + 3, "AUDIT=") || gc_str_after(*e + 3, "DYNAMIC_WEAK=")))
+		if (gc_str_after(*e, ld) &&
+		    (gc_str_after(*e + 3, audit) || gc_str_after(*e + 3, weak)))
 			return true;
 	return false;
 }
 
-void gc_next_many_hashed(const char *const *names, const uint32_t *hashes, void **out, int n)
+/* The objects searched, read once (gc_next_prepare) for the lookups of a
+ * whole run: 1 when they can be read, -1 when dlsym answers everything. */
+GC_START static struct next_walk next_objs;
+GC_START static int next_state;
+
+bool gc_next_prepare(void)
 {
-	struct next_walk w = { .nw_self = (uintptr_t)&self_marker };
-	int i, j;
+	struct next_walk *w = &next_objs;
+	bool ok = false;
 
+	*w = (struct next_walk){ .nw_self = (uintptr_t)&self_marker };
 	if (!loader_settings()) {
-		w.nw_vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-		dl_iterate_phdr(walk_one, &w);
+		w->nw_vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+		dl_iterate_phdr(walk_one, w);
+		ok = w->nw_libc && !w->nw_bad;
 	}
-	for (i = 0; i < n; i++) {
-		uint32_t h = hashes ? hashes[i] : gc_next_hash(names[i]);
-		int r = ABSENT;
-
-		out[i] = NULL;
-		for (j = 0; w.nw_libc && !w.nw_bad && j < w.nw_n && r == ABSENT; j++)
-			r = lookup(&w.nw_objs[j], names[i], h, &out[i]);
-		if (r != FOUND)
-			out[i] = dlsym(RTLD_NEXT, names[i]);
-	}
+	__atomic_store_n(&next_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+	return ok;
 }
 
-void gc_next_many(const char *const *names, void **out, int n)
+void *gc_next_find(const char *name, uint32_t hash)
 {
-	gc_next_many_hashed(names, NULL, out, n);
+	void *out = NULL;
+	int r = ABSENT;
+
+	if (__atomic_load_n(&next_state, __ATOMIC_ACQUIRE) == 1)
+		for (int j = 0; j < next_objs.nw_n && r == ABSENT; j++)
+			r = lookup(&next_objs.nw_objs[j], name, hash, &out);
+	return r == FOUND ? out : dlsym(RTLD_NEXT, name);
 }

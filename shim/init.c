@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Start-up and shut-down. Loading the library makes no system call of its
- * own: the constructor keeps the LIBGC_* variables, resolves the real
- * functions (dlsym) and registers the fork handlers; the variables are
- * parsed and checked at first use (gc_conf), everything else is made when
- * a request first needs it. Survives early callers (another library's
- * constructor) and recursive ones (dlsym calling back into us). */
+ * own: the constructor keeps the LIBGC_* variables, reads the loader's list
+ * of objects and registers the fork handlers; the real functions are looked
+ * up at the first call of a wrapper (shim/real.c), the variables parsed and
+ * checked at first use (gc_conf), everything else is made when a request
+ * first needs it. Survives early callers (another library's constructor)
+ * and recursive ones (dlsym calling back into us). */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 #include <errno.h>
@@ -61,9 +62,14 @@ static void env_warn(const char *line, void *ctx)
 /* One set of fork handlers for the whole library: the journal's locks and
  * the descriptor swap lock are held across fork, so the child starts with
  * consistent tables; the child then owns the state (gc_sys_adopt). Each
- * does nothing, and no system call, while the library has no state. */
+ * does nothing, and no system call, while the library has no state. The
+ * first prepare fills the table of real functions if no wrapper did yet: a
+ * child re-faults the file pages its parent read, and children that each
+ * looked up the names they called first (execve, _exit) made 7 page
+ * faults more apiece than under an empty preload. */
 GC_ONCE static void atfork_prepare(void)
 {
+	(void)gc_init();
 	gc_journal_atfork_prepare();
 	gc_intent_atfork_prepare();
 	gc_fd_fork_prepare();
@@ -102,19 +108,27 @@ extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), voi
 #define gc_atfork pthread_atfork
 #endif
 
-/* No system call here: what loading the library costs a process that never
- * syncs is the loader's work and these few lookups. */
-static void do_init(char **envp)
+/* The real functions, looked up: every wrapper may call them from now on. */
+static void resolve(void)
 {
-	const char *v;
-	int saved = errno;
-
-	gc_env_save(envp);
 	gc_real_resolve();
 	gc_sys.sy_fsync = gc_real.fsync;
 	gc_sys.sy_fdatasync = gc_real.fdatasync;
 	gc_sys.sy_sync_file_range = gc_real.sync_file_range;
 	gc_sys.sy_syncfs = gc_real.syncfs;
+	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* No system call here: what loading the library costs a process that never
+ * calls a wrapper is the loader's work and a read of its list of objects. */
+static void do_init(char **envp)
+{
+	const char *v;
+	int saved = errno;
+	bool tables;
+
+	gc_env_save(envp);
+	tables = gc_real_prepare();
 	/* What every wrapper asks before any other setting: read now, and
 	 * checked with the rest at first use. */
 	v = gc_env("LIBGC_DISABLE");
@@ -133,11 +147,17 @@ static void do_init(char **envp)
 	if (!gc_disabled)
 		gc_intent_configure();
 	gc_atfork(atfork_prepare, atfork_parent, atfork_child);
-	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
+	/* Now where dlsym must answer (it allocates and takes the loader's
+	 * lock: not at a first call in a signal handler), and where every
+	 * process reports (its exit handlers run only once it is ready). */
+	if (!tables || gc_counting)
+		resolve();
 	errno = saved;
 }
 
-static bool init_once(char **envp)
+/* The constructor's work, once; with @resolve, also the real functions
+ * (the first call of a wrapper). */
+static bool init_once(char **envp, bool resolve_them)
 {
 	int st = 0;
 
@@ -153,13 +173,16 @@ static bool init_once(char **envp)
 		while (__atomic_load_n(&gc_init_state, __ATOMIC_ACQUIRE) != 2)
 			sched_yield();
 	}
+	/* threads that race here look up the same names */
+	if (resolve_them && !__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE))
+		resolve();
 	gc_initialising = 0;
 	return __atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE);
 }
 
 bool gc_init_slow(void)
 {
-	return init_once(environ);
+	return init_once(environ, true);
 }
 
 static void do_configure(void)
@@ -195,8 +218,8 @@ bool gc_conf_slow(void)
 /* glibc passes the initial environment to constructors. */
 __attribute__((constructor)) static void gc_constructor(int argc, char **argv, char **envp)
 {
-	if (!__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE))
-		init_once(envp);
+	if (!__atomic_load_n(&gc_init_state, __ATOMIC_ACQUIRE))
+		init_once(envp, false);
 }
 
 __attribute__((destructor)) static void gc_destructor(void)

@@ -24,7 +24,7 @@ enum gc_sym_id {
 	GC_SYM_COUNT
 };
 
-extern int gc_ready;		/* symbols resolved (start-up) */
+extern int gc_ready;		/* symbols resolved (a first wrapper call) */
 extern int gc_configured;	/* LIBGC_* parsed and checked (first use) */
 extern int gc_disabled;		/* LIBGC_DISABLE=1: plain pass-through */
 extern int gc_counting;		/* LIBGC_REPORT set: count calls per symbol */

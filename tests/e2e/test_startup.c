@@ -704,6 +704,37 @@ Test(startup, no_cpu_model_constructor)
 	e2e_run_free(&r);
 }
 
+/* The real functions are looked up at the first call of a wrapper, not at
+ * start-up: that call may come from a signal handler, from threads at once,
+ * or from a fork child whose parent never called one. Each must work as
+ * bare, with the default policy and with a fixed wait (whose requests
+ * wait in a shared commit). */
+Test(startup, the_first_call_of_a_wrapper_anywhere)
+{
+	static const char *const fixed[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=2000", NULL };
+	static const char *const modes[] = { "signal", "threads", "fork" };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		const char *argv[] = { e2e_prog("firstcall"), e2e_dir(), modes[i], NULL };
+		struct e2e_run r;
+		char *bare, *gc;
+
+		e2e_run(&r, PRE_NONE, NULL, 30, argv);
+		e2e_expect_ok(&r, modes[i]);
+		bare = strdup(r.out);
+		e2e_run_free(&r);
+		for (int k = 0; k < 2; k++) {
+			e2e_run(&r, PRE_GC, k ? fixed : NULL, 30, argv);
+			e2e_expect_ok(&r, modes[i]);
+			gc = r.out ? r.out : "";
+			cr_expect_str_eq(gc, bare, "%s%s: under the library %s, bare %s", modes[i],
+					 k ? " (fixed wait)" : "", gc, bare);
+			e2e_run_free(&r);
+		}
+		free(bare);
+	}
+}
+
 /* The real functions are read from the loader's hash tables, not asked of
  * dlsym one by one: the lookup must give what dlsym(RTLD_NEXT) gives, with
  * nothing stacked, with layers stacked after the caller (they must win),

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The real-function table's lookup (core/next.c) against dlsym(RTLD_NEXT)
- * in this process: every exported name and a few that take the loader's
- * other paths (IFUNCs, several versions, data, absent names). Then the
- * library's own call: the exported names with the hashes made at build
- * time (shim/mkhash.sh), which must be the loader's (a wrong one would
- * only send its name to dlsym, unseen). Run under different preload
+ * in this process, the objects read once (gc_next_prepare) and each name
+ * looked up when asked (gc_next_find): every exported name and a few that
+ * take the loader's other paths (IFUNCs, several versions, data, absent
+ * names). Then the library's own call: the exported names with the hashes
+ * made at build time (shim/mkhash.sh), which must be the loader's (a wrong
+ * one would only send its name to dlsym, unseen). Run under different preload
  * stacks; prints each difference, exits 1 if any. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -33,32 +34,39 @@ static const char *const names[] = {
 
 int main(void)
 {
-	void *got[N];
 	int bad = 0;
 
-	gc_next_many(names, got, N);
-	for (int i = 0; i < N; i++) {
-		void *want = dlsym(RTLD_NEXT, names[i]);
-
-		if (got[i] != want) {
-			printf("%s: %p, dlsym %p\n", names[i], got[i], want);
-			bad++;
-		}
+	/* the objects read once, as the library's constructor does */
+	if (!gc_next_prepare()) {
+		printf("gc_next_prepare could not read the objects\n");
+		bad++;
 	}
+	/* each name when asked, in any order, twice */
+	for (int k = 0; k < 2; k++)
+		for (int i = N - 1; i >= 0; i--) {
+			void *want = dlsym(RTLD_NEXT, names[i]);
+			void *got = gc_next_find(names[i], gc_next_hash(names[i]));
+
+			if (got != want) {
+				printf("%s: %p, dlsym %p\n", names[i], got, want);
+				bad++;
+			}
+		}
 	_Static_assert(sizeof(hashes) / sizeof(hashes[0]) == NS, "a hash a name");
-	for (int i = 0; i < NS; i++)
+	for (int i = 0; i < NS; i++) {
+		void *got = gc_next_find(syms[i], hashes[i]);
+
 		if (hashes[i] != gc_next_hash(syms[i])) {
 			printf("%s: built-in hash %08x, the loader's %08x\n", syms[i], hashes[i],
 			       gc_next_hash(syms[i]));
 			bad++;
 		}
-	gc_next_many_hashed(syms, hashes, got, NS);
-	for (int i = 0; i < NS; i++)
-		if (got[i] != dlsym(RTLD_NEXT, syms[i])) {
-			printf("%s (hashed): %p, dlsym %p\n", syms[i], got[i],
+		if (got != dlsym(RTLD_NEXT, syms[i])) {
+			printf("%s (hashed): %p, dlsym %p\n", syms[i], got,
 			       dlsym(RTLD_NEXT, syms[i]));
 			bad++;
 		}
+	}
 	printf("%d names, %d with built-in hashes, %d differ\n", N, NS, bad);
 	return bad != 0;
 }
