@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,41 @@ Test(domain, create_is_private_0600_and_valid)
 	cr_expect_eq(d->j_magic, GC_DOM_MAGIC);
 	cr_expect_eq(d->j_shared, 1);
 	cr_expect_eq(d->j_dev, dev);
+}
+
+/* The segment's name and check carry the pid namespace's inode, read from
+ * the link's text: the number stat gives, in this process and in a child
+ * in a new pid namespace (where it differs), never 0. */
+Test(domain, the_pid_namespace_is_the_inode_stat_gives)
+{
+	struct stat st;
+	pid_t pid;
+	int status;
+
+	cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+	cr_expect_eq(gc_sys_pidns(), (uint64_t)st.st_ino);
+	cr_expect_eq(gc_sys_pidns(), (uint64_t)st.st_ino, "asked again");
+	if (unshare(CLONE_NEWPID) != 0) {
+		cr_log_warn("no new pid namespace here (%s): the child case is left out",
+			    strerror(errno));
+		return;
+	}
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct stat mine;
+
+		/* the child's cache was copied: a fork that starts a new pid
+		 * namespace must not keep the parent's (gc_sys_adopt) */
+		gc_sys_adopt();
+		_exit(stat("/proc/self/ns/pid", &mine) == 0 && mine.st_ino != st.st_ino &&
+			      gc_sys_pidns() == (uint64_t)mine.st_ino
+		      ? 0
+		      : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the child in a new pid namespace read another number (status %d)", status);
 }
 
 Test(domain, second_process_sees_the_same_memory)
