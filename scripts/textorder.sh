@@ -49,6 +49,10 @@ if [ -n "$py" ]; then
 fd = os.open('$tmp/py', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 os.write(fd, b'x' * 100); os.fsync(fd); os.close(fd)"
 fi
+# a process that joins the shared segment another made (a delivery agent
+# beside a running server): the join's checks
+run sh -c "build/bench/shapes -t 1 -k wal -d 8 -D '$tmp' -q & sleep 4
+	dd if=/dev/zero of='$tmp/joined' bs=4k count=1 conv=fsync status=none; wait"
 # a large write: the dirty limiter's waits
 run dd if=/dev/zero of="$tmp/big" bs=64k count=512 conv=fsync status=none
 # the three transaction shapes, one worker, fsync and fdatasync
