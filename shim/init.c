@@ -108,14 +108,15 @@ extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), voi
 #define gc_atfork pthread_atfork
 #endif
 
-/* The real functions, looked up: every wrapper may call them from now on. */
+/* The real functions, looked up: every wrapper may call them from now on.
+ * Threads whose first calls race here all store the same values. */
 static void resolve(void)
 {
 	gc_real_resolve();
-	gc_sys.sy_fsync = gc_real.fsync;
-	gc_sys.sy_fdatasync = gc_real.fdatasync;
-	gc_sys.sy_sync_file_range = gc_real.sync_file_range;
-	gc_sys.sy_syncfs = gc_real.syncfs;
+	__atomic_store_n(&gc_sys.sy_fsync, gc_real.fsync, __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_fdatasync, gc_real.fdatasync, __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_sync_file_range, gc_real.sync_file_range, __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_syncfs, gc_real.syncfs, __ATOMIC_RELAXED);
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -173,7 +174,6 @@ static bool init_once(char **envp, bool resolve_them)
 		while (__atomic_load_n(&gc_init_state, __ATOMIC_ACQUIRE) != 2)
 			sched_yield();
 	}
-	/* threads that race here look up the same names */
 	if (resolve_them && !__atomic_load_n(&gc_ready, __ATOMIC_ACQUIRE))
 		resolve();
 	gc_initialising = 0;
