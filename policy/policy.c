@@ -86,22 +86,16 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-/* The policy's unit of recent time: GC_STRETCH_COMMITS commits of
- * @commit_ns each, and at least GC_STRETCH_MIN_NS. The outcome check
- * measures a mode over stretches, the library's own timing times calls in
- * epochs of the shortest, and the threads seen syncing within one are
- * those a transaction waits for. */
-static uint64_t stretch(uint64_t commit_ns)
+/* The policy's unit of recent time: GC_STRETCH_COMMITS commits of the
+ * domain's commit latency, and at least GC_STRETCH_MIN_NS. The outcome
+ * check measures a mode over stretches, the library's own timing times
+ * calls in epochs of the shortest, and the threads seen syncing within
+ * one (the activity window) are those a transaction waits for. */
+static uint64_t stretch(const struct gc_policy_state *ps)
 {
-	uint64_t by_commits = sat_mul(commit_ns, GC_STRETCH_COMMITS);
+	uint64_t by_commits = sat_mul(ps->ps_commit_ns, GC_STRETCH_COMMITS);
 
 	return by_commits > GC_STRETCH_MIN_NS ? by_commits : GC_STRETCH_MIN_NS;
-}
-
-/* Recent sync threads: those seen within a stretch. */
-static uint64_t active_window(const struct gc_policy_state *ps)
-{
-	return stretch(ps->ps_commit_ns);
 }
 
 /* The count of recent threads, read once and never past the table: the
@@ -157,7 +151,7 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 {
-	uint64_t w = active_window(ps);
+	uint64_t w = stretch(ps);
 	uint32_t i, n = 0, k = recent_n(ps);
 
 	for (i = 0; i < k; i++)
@@ -318,7 +312,7 @@ void gc_policy_seen(struct gc_policy_state *ps, int32_t tid, uint64_t now)
  * activity window are its recent sync threads. */
 static void seen_fold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint64_t now)
 {
-	uint64_t w = active_window(ps);
+	uint64_t w = stretch(ps);
 	unsigned int i;
 
 	for (i = 0; i < GC_SEEN_SLOTS; i++) {
@@ -408,12 +402,8 @@ static uint32_t hold_doubled(uint32_t hold)
  * the same way. Only the last stretch is measured: grouped, threads need
  * a few commits to come into step. Where grouping evidently pays (the
  * storms it wins), direct calls are never tried: a probe would knock
- * threads that share commits in step out of it.
+ * threads that share commits in step out of it. A stretch is stretch().
  */
-static uint64_t oc_len(const struct gc_policy_state *ps)
-{
-	return stretch(ps->ps_commit_ns);
-}
 
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
 {
@@ -452,7 +442,7 @@ static void measure_from(struct gc_policy_state *ps, uint64_t from, uint64_t now
 static void oc_start(struct gc_policy_state *ps, uint32_t mode, bool probe, uint64_t len,
 		     uint64_t now)
 {
-	uint64_t first = oc_len(ps);
+	uint64_t first = stretch(ps);
 
 	__atomic_store_n(&ps->ps_oc_mode, mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&ps->ps_oc_watch, 0, __ATOMIC_RELAXED);
@@ -472,7 +462,7 @@ static void oc_probe(struct gc_policy_state *ps, uint32_t mode, uint64_t ref, ui
 {
 	ps->ps_oc_ref_ns = ref;
 	ps->ps_oc_ref_se2 = ref_se2;
-	oc_start(ps, mode, true, 2 * oc_len(ps), now);
+	oc_start(ps, mode, true, 2 * stretch(ps), now);
 }
 
 /* Holds @mode for @hold stretches, chosen over the other mode's requests,
@@ -481,7 +471,7 @@ static void oc_probe(struct gc_policy_state *ps, uint32_t mode, uint64_t ref, ui
 static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, uint32_t mode,
 		    uint32_t hold, uint64_t other, uint64_t other_se2, bool paid, uint64_t now)
 {
-	uint64_t first = oc_len(ps);
+	uint64_t first = stretch(ps);
 
 	ps->ps_oc_hold = hold;
 	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
@@ -601,7 +591,7 @@ static bool oc_watch(struct gc_policy_state *ps, uint32_t mode, uint64_t now)
 	uint64_t sq = __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED);
 	uint64_t sn = n - ps->ps_oc_mark_n, ssum = sum - ps->ps_oc_mark_ns;
 	uint64_t mean = sn && sn <= n ? ssum / sn : 0, se2 = se2_us2(sn, ssum, sq - ps->ps_oc_mark_sq);
-	uint64_t next = now + oc_len(ps), cl2;
+	uint64_t next = now + stretch(ps), cl2;
 	uint64_t end = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) +
 		       __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
 
@@ -640,7 +630,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		/* grouped from the first commit, for two stretches: the
 		 * check comes soon, once commits of the work were timed */
 		ps->ps_oc_hold = GC_FB_HOLD_MIN;
-		oc_start(ps, GC_FB_GROUP, false, 2 * oc_len(ps), now);
+		oc_start(ps, GC_FB_GROUP, false, 2 * stretch(ps), now);
 		return false;
 	}
 	if (!ps->ps_oc_probe && __atomic_load_n(&ps->ps_oc_watch, __ATOMIC_RELAXED) &&
@@ -660,7 +650,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		uint32_t lone = ps->ps_commit_samples - ps->ps_oc_commits - gathered;
 
 		if (mode == GC_FB_GROUP && (!gathered || gathered < lone)) {
-			oc_start(ps, mode, false, oc_len(ps), now);
+			oc_start(ps, mode, false, stretch(ps), now);
 			return false;
 		}
 		/* a hold ended: try the other mode for a stretch, unless
@@ -673,7 +663,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		/* the evidence of the domain's first commits is its start-up's
 		 * (threads arriving one by one): one more stretch */
 		if (mode == GC_FB_GROUP && ps->ps_txns < 2 * GC_STRETCH_COMMITS) {
-			oc_start(ps, mode, false, oc_len(ps), now);
+			oc_start(ps, mode, false, stretch(ps), now);
 			return false;
 		}
 		if (mode == GC_FB_DIRECT)
