@@ -23,6 +23,7 @@
 #include "core/dirty.h"
 #include "core/fdtable.h"
 #include "core/log.h"
+#include "core/next.h"
 #include "core/procstats.h"
 #include "core/sites.h"
 #include "core/stats.h"
@@ -129,7 +130,7 @@ static void do_init(char **envp)
 	bool tables;
 
 	gc_env_save(envp);
-	tables = gc_real_prepare();
+	tables = gc_next_prepare();
 	/* What every wrapper asks before any other setting: read now, and
 	 * checked with the rest at first use. */
 	v = gc_env("LIBGC_DISABLE");

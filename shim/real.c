@@ -19,11 +19,6 @@
 
 GC_START struct gc_real gc_real;
 
-bool gc_real_prepare(void)
-{
-	return gc_next_prepare();
-}
-
 void gc_real_resolve(void)
 {
 	static const char *const names[] = {

@@ -9,7 +9,6 @@
 #include <linux/aio_abi.h>
 #include <spawn.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -22,11 +21,8 @@ struct gc_real {
 };
 
 extern struct gc_real gc_real;
-/* Reads the loader's list of objects (the constructor): no name is looked
- * up. false where their tables cannot be read (dlsym answers then). */
-bool gc_real_prepare(void);
 /* Fills the table (the first call of a wrapper, or a first fork). Memory
- * reads only where gc_real_prepare succeeded and libc has every name: no
- * lock, no allocation, safe in a signal handler. */
+ * reads only where gc_next_prepare (the constructor) succeeded and libc
+ * has every name: no lock, no allocation, safe in a signal handler. */
 void gc_real_resolve(void);
 #endif
