@@ -20,20 +20,17 @@ GC_START static int gc_nenv;
 
 void gc_env_save(char *const *envp)
 {
+	/* an array on the stack, made with immediates: a string constant here
+	 * was a page fault on the library's read-only data in every process,
+	 * which nothing else reads before a first sync */
+	const char prefix[] = "LIBGC_";
 	int n = 0;
 
 	if (!envp || getauxval(AT_SECURE))
 		return;
-	/* the prefix compared letter by letter, as immediates: a string
-	 * constant here was a page fault on the library's read-only data in
-	 * every process, which nothing else reads before a first sync */
-	for (; *envp && n < GC_ENV_MAX; envp++) {
-		const char *e = *envp;
-
-		if (e[0] == 'L' && e[1] == 'I' && e[2] == 'B' && e[3] == 'G' && e[4] == 'C' &&
-		    e[5] == '_')
-			gc_envs[n++] = e;
-	}
+	for (; *envp && n < GC_ENV_MAX; envp++)
+		if (gc_str_after(*envp, prefix))
+			gc_envs[n++] = *envp;
 	__atomic_store_n(&gc_nenv, n, __ATOMIC_RELEASE);
 }
 
