@@ -5,7 +5,9 @@
  * prints each pair's ratio B / A and their median. A process is started
  * with posix_spawn and waited for, as a shell loop would, minus the shell. */
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +28,11 @@ static const char *prog = "spawnloop";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-n RUNS] [-k PAIRS] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
+		"usage: %s [-n RUNS] [-k PAIRS] [-i FILE] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
 		"  A, B   the preload of each side: a path, or - for none (LD_PRELOAD unset)\n"
 		"  -n     runs of COMMAND per side and pair (200)\n"
 		"  -k     pairs (9); within a pair the sides alternate run by run (ABBA...)\n"
+		"  -i     each run's standard input: FILE, opened anew (a mail for an MDA)\n"
 		"  -a/-b  an environment setting for side A/B only\n"
 		"Prints one line per pair (seconds for A, for B, B/A), then the median of B/A\n"
 		"and each side's median time per run.\n",
@@ -64,12 +67,27 @@ static void make_env(struct side *s)
 	s->env[n] = NULL;
 }
 
+static const char *input; /* -i */
+
 /* One run of @argv under @s: its wall time in seconds. */
 static double run_once(struct side *s, char **argv)
 {
-	uint64_t t0 = gc_now_ns();
+	static posix_spawn_file_actions_t fa;
+	static bool fa_made;
+	uint64_t t0;
 	pid_t pid;
-	int st, r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, s->env);
+	int st, r;
+
+	if (input && !fa_made) {
+		if (posix_spawn_file_actions_init(&fa) ||
+		    posix_spawn_file_actions_addopen(&fa, 0, input, O_RDONLY, 0)) {
+			fprintf(stderr, "%s: -i %s: cannot set up\n", prog, input);
+			exit(1);
+		}
+		fa_made = true;
+	}
+	t0 = gc_now_ns();
+	r = posix_spawnp(&pid, argv[0], input ? &fa : NULL, NULL, argv, s->env);
 
 	if (r) {
 		fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(r));
@@ -108,7 +126,7 @@ int main(int argc, char **argv)
 	int pairs = 9, c, k;
 	char *end;
 
-	while ((c = getopt(argc, argv, "+n:k:a:b:h")) != -1) {
+	while ((c = getopt(argc, argv, "+n:k:i:a:b:h")) != -1) {
 		switch (c) {
 		case 'n':
 			runs = strtol(optarg, &end, 10);
@@ -123,6 +141,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s: -k wants 1-%d, not '%s'\n", prog, MAX_PAIRS, optarg);
 				return 2;
 			}
+			break;
+		case 'i':
+			if (access(optarg, R_OK)) {
+				fprintf(stderr, "%s: -i %s: %s\n", prog, optarg, strerror(errno));
+				return 2;
+			}
+			input = optarg;
 			break;
 		case 'a':
 		case 'b': {
