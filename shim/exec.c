@@ -250,39 +250,39 @@ GC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_execve, path, argv, envp);
 	GC_COUNT(execve);
-	AROUND_EXEC(int, false, gc_real.execve(path, argv, envp), -1);
+	AROUND_EXEC(int, false, REAL(execve)(path, argv, envp), -1);
 }
 
 GC_EXPORT int execv(const char *path, char *const argv[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(execv)(path, argv);
+		return REAL(execv)(path, argv);
 	GC_COUNT(execv);
-	AROUND_EXEC(int, false, gc_real.execv(path, argv), -1);
+	AROUND_EXEC(int, false, REAL(execv)(path, argv), -1);
 }
 
 GC_EXPORT int execvp(const char *file, char *const argv[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(execvp)(file, argv);
+		return REAL(execvp)(file, argv);
 	GC_COUNT(execvp);
-	AROUND_EXEC(int, false, gc_real.execvp(file, argv), -1);
+	AROUND_EXEC(int, false, REAL(execvp)(file, argv), -1);
 }
 
 GC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(execvpe)(file, argv, envp);
+		return REAL(execvpe)(file, argv, envp);
 	GC_COUNT(execvpe);
-	AROUND_EXEC(int, false, gc_real.execvpe(file, argv, envp), -1);
+	AROUND_EXEC(int, false, REAL(execvpe)(file, argv, envp), -1);
 }
 
 GC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(fexecve)(fd, argv, envp);
+		return REAL(fexecve)(fd, argv, envp);
 	GC_COUNT(fexecve);
-	AROUND_EXEC(int, false, gc_real.fexecve(fd, argv, envp), -1);
+	AROUND_EXEC(int, false, REAL(fexecve)(fd, argv, envp), -1);
 }
 
 GC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
@@ -291,7 +291,7 @@ GC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
 	GC_COUNT(execveat);
-	AROUND_EXEC(int, false, gc_real.execveat(dirfd, path, argv, envp, flags), -1);
+	AROUND_EXEC(int, false, REAL(execveat)(dirfd, path, argv, envp, flags), -1);
 }
 
 /* execl and friends take the argument list inline; count it, then hand an
@@ -315,18 +315,18 @@ GC_EXPORT int execl(const char *path, const char *arg0, ...)
 {
 	ARGV_FROM_VA(arg0, argv, (void)0);
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(execv)(path, (char *const *)argv);
+		return REAL(execv)(path, (char *const *)argv);
 	GC_COUNT(execl);
-	AROUND_EXEC(int, false, gc_real.execv(path, (char *const *)argv), -1);
+	AROUND_EXEC(int, false, REAL(execv)(path, (char *const *)argv), -1);
 }
 
 GC_EXPORT int execlp(const char *file, const char *arg0, ...)
 {
 	ARGV_FROM_VA(arg0, argv, (void)0);
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(execvp)(file, (char *const *)argv);
+		return REAL(execvp)(file, (char *const *)argv);
 	GC_COUNT(execlp);
-	AROUND_EXEC(int, false, gc_real.execvp(file, (char *const *)argv), -1);
+	AROUND_EXEC(int, false, REAL(execvp)(file, (char *const *)argv), -1);
 }
 
 GC_EXPORT int execle(const char *path, const char *arg0, ...)
@@ -337,7 +337,7 @@ GC_EXPORT int execle(const char *path, const char *arg0, ...)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_execve, path, argv, envp);
 	GC_COUNT(execle);
-	AROUND_EXEC(int, false, gc_real.execve(path, (char *const *)argv, envp), -1);
+	AROUND_EXEC(int, false, REAL(execve)(path, (char *const *)argv, envp), -1);
 }
 
 GC_EXPORT int posix_spawn(pid_t *pid, const char *path,
@@ -345,9 +345,9 @@ GC_EXPORT int posix_spawn(pid_t *pid, const char *path,
 			  char *const argv[], char *const envp[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(posix_spawn)(pid, path, fa, attr, argv, envp);
+		return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
 	GC_COUNT(posix_spawn);
-	AROUND_EXEC(int, fa != NULL, gc_real.posix_spawn(pid, path, fa, attr, argv, envp), -e_);
+	AROUND_EXEC(int, fa != NULL, REAL(posix_spawn)(pid, path, fa, attr, argv, envp), -e_);
 }
 
 GC_EXPORT int posix_spawnp(pid_t *pid, const char *file,
@@ -355,25 +355,25 @@ GC_EXPORT int posix_spawnp(pid_t *pid, const char *file,
 			   char *const argv[], char *const envp[])
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(posix_spawnp)(pid, file, fa, attr, argv, envp);
+		return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
 	GC_COUNT(posix_spawnp);
-	AROUND_EXEC(int, fa != NULL, gc_real.posix_spawnp(pid, file, fa, attr, argv, envp), -e_);
+	AROUND_EXEC(int, fa != NULL, REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), -e_);
 }
 
 GC_EXPORT int system(const char *cmd)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(system)(cmd);
+		return REAL(system)(cmd);
 	GC_COUNT(system);
-	AROUND_EXEC(int, false, gc_real.system(cmd), -1);
+	AROUND_EXEC(int, false, REAL(system)(cmd), -1);
 }
 
 GC_EXPORT FILE *popen(const char *cmd, const char *mode)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(popen)(cmd, mode);
+		return REAL(popen)(cmd, mode);
 	GC_COUNT(popen);
-	AROUND_EXEC(FILE *, false, gc_real.popen(cmd, mode), NULL);
+	AROUND_EXEC(FILE *, false, REAL(popen)(cmd, mode), NULL);
 }
 
 /* clone: a child that shares the descriptor table but not the memory
@@ -410,7 +410,7 @@ GC_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 			return -1;
 		}
 	}
-	return REAL_OR_NEXT(clone)(fn, stack, flags, arg, ptid, tls, ctid);
+	return REAL(clone)(fn, stack, flags, arg, ptid, tls, ctid);
 }
 
 /* unshare(CLONE_FILES) gives the calling thread a descriptor table of its
@@ -431,5 +431,5 @@ GC_EXPORT int unshare(int flags)
 			return -1;
 		}
 	}
-	return REAL_OR_NEXT(unshare)(flags);
+	return REAL(unshare)(flags);
 }

@@ -64,13 +64,14 @@ static void env_warn(const char *line, void *ctx)
  * the descriptor swap lock are held across fork, so the child starts with
  * consistent tables; the child then owns the state (gc_sys_adopt). Each
  * does nothing, and no system call, while the library has no state. The
- * first prepare fills the table of real functions if no wrapper did yet: a
+ * first prepare fills what of the table of real functions no wrapper did: a
  * child re-faults the file pages its parent read, and children that each
  * looked up the names they called first (execve, _exit) made 7 page
  * faults more apiece than under an empty preload. */
 GC_ONCE static void atfork_prepare(void)
 {
-	(void)gc_init();
+	if (gc_init())
+		gc_real_resolve();
 	gc_journal_atfork_prepare();
 	gc_intent_atfork_prepare();
 	gc_fd_fork_prepare();
@@ -109,15 +110,15 @@ extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), voi
 #define gc_atfork pthread_atfork
 #endif
 
-/* The real functions, looked up: every wrapper may call them from now on.
- * Threads whose first calls race here all store the same values. */
+/* The real calls core makes (the wrappers look theirs up at first use):
+ * every wrapper may run from now on. Threads whose first calls race here
+ * all store the same values. */
 static void resolve(void)
 {
-	gc_real_resolve();
-	__atomic_store_n(&gc_sys.sy_fsync, gc_real.fsync, __ATOMIC_RELAXED);
-	__atomic_store_n(&gc_sys.sy_fdatasync, gc_real.fdatasync, __ATOMIC_RELAXED);
-	__atomic_store_n(&gc_sys.sy_sync_file_range, gc_real.sync_file_range, __ATOMIC_RELAXED);
-	__atomic_store_n(&gc_sys.sy_syncfs, gc_real.syncfs, __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_fsync, REAL(fsync), __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_fdatasync, REAL(fdatasync), __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_sync_file_range, REAL(sync_file_range), __ATOMIC_RELAXED);
+	__atomic_store_n(&gc_sys.sy_syncfs, REAL(syncfs), __ATOMIC_RELAXED);
 	__atomic_store_n(&gc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -152,8 +153,10 @@ static void do_init(char **envp)
 	/* Now where dlsym must answer (it allocates and takes the loader's
 	 * lock: not at a first call in a signal handler), and where every
 	 * process reports (its exit handlers run only once it is ready). */
-	if (!tables || gc_counting)
+	if (!tables || gc_counting) {
+		gc_real_resolve();
 		resolve();
+	}
 	errno = saved;
 }
 

@@ -203,7 +203,7 @@ GC_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	GC_COUNT(write);
 	token = gc_fd_token(fd);
 	pre = gc_intent_before(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.write(fd, buf, len), pre), token, GC_RA), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, REAL(write)(fd, buf, len), pre), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -215,7 +215,7 @@ GC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 	GC_COUNT(pwrite);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite(fd, buf, len, off), itok), token, GC_RA), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, REAL(pwrite)(fd, buf, len, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
@@ -227,7 +227,7 @@ GC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 	GC_COUNT(pwrite64);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwrite64(fd, buf, len, off), itok), token, GC_RA), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, REAL(pwrite64)(fd, buf, len, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -239,7 +239,7 @@ GC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	GC_COUNT(writev);
 	token = gc_fd_token(fd);
 	pre = gc_intent_before(fd);
-	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, gc_real.writev(fd, iov, cnt), pre), token, GC_RA), token);
+	return dirty_after(fd, -1, gc_sync_after_write(fd, gc_intent_after(fd, -1, REAL(writev)(fd, iov, cnt), pre), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -251,7 +251,7 @@ GC_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 	GC_COUNT(pwritev);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev(fd, iov, cnt, off), itok), token, GC_RA), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, REAL(pwritev)(fd, iov, cnt, off), itok), token, GC_RA), token);
 }
 
 GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
@@ -263,7 +263,7 @@ GC_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t of
 	GC_COUNT(pwritev64);
 	token = gc_fd_token(fd);
 	itok = gc_intent_before(fd);
-	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, gc_real.pwritev64(fd, iov, cnt, off), itok), token, GC_RA), token);
+	return dirty_after(fd, off, gc_sync_after_write(fd, gc_intent_after(fd, off, REAL(pwritev64)(fd, iov, cnt, off), itok), token, GC_RA), token);
 }
 
 static ssize_t raw_pwritev2(int fd, const struct iovec *iov, int cnt, off64_t off,
@@ -324,7 +324,7 @@ GC_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, 
 		return raw_pwritev2(fd, iov, cnt, off, flags);
 	GC_COUNT(pwritev2);
 	return pwritev2_common((ssize_t(*)(int, const struct iovec *, int, off64_t,
-					   int))gc_real.pwritev2,
+					   int))REAL(pwritev2),
 			       fd, iov, cnt, off, flags, GC_RA);
 }
 
@@ -334,7 +334,7 @@ GC_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t 
 	if (unlikely(!gc_init()))
 		return raw_pwritev2(fd, iov, cnt, off, flags);
 	GC_COUNT(pwritev64v2);
-	return pwritev2_common(gc_real.pwritev64v2, fd, iov, cnt, off, flags, GC_RA);
+	return pwritev2_common(REAL(pwritev64v2), fd, iov, cnt, off, flags, GC_RA);
 }
 
 /* Data moved into a converted descriptor by the kernel (sendfile, splice,
@@ -347,7 +347,7 @@ GC_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile);
 	itok = gc_intent_before(out_fd);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile(out_fd, in_fd, off, count), itok),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, REAL(sendfile)(out_fd, in_fd, off, count), itok),
 				   gc_fd_token(out_fd), GC_RA);
 }
 
@@ -359,7 +359,7 @@ GC_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 		return syscall(SYS_sendfile, out_fd, in_fd, off, count);
 	GC_COUNT(sendfile64);
 	itok = gc_intent_before(out_fd);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.sendfile64(out_fd, in_fd, off, count), itok),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, REAL(sendfile64)(out_fd, in_fd, off, count), itok),
 				   gc_fd_token(out_fd), GC_RA);
 }
 
@@ -372,7 +372,7 @@ GC_EXPORT ssize_t splice(int in_fd, off64_t *in_off, int out_fd, off64_t *out_of
 		return syscall(SYS_splice, in_fd, in_off, out_fd, out_off, len, flags);
 	GC_COUNT(splice);
 	itok = gc_intent_before(out_fd);
-	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, gc_real.splice(in_fd, in_off, out_fd, out_off, len, flags), itok),
+	return gc_sync_after_write(out_fd, gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN, REAL(splice)(in_fd, in_off, out_fd, out_off, len, flags), itok),
 				   gc_fd_token(out_fd), GC_RA);
 }
 
@@ -394,7 +394,7 @@ GC_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd,
 	itok = gc_intent_before(out_fd);
 	n = gc_sync_after_write(out_fd,
 				gc_intent_after(out_fd, GC_INTENT_OFF_UNKNOWN,
-						gc_real.copy_file_range(in_fd, in_off, out_fd, out_off,
+						REAL(copy_file_range)(in_fd, in_off, out_fd, out_off,
 									len, flags),
 						itok),
 				out_tok, GC_RA);
@@ -431,57 +431,43 @@ static int no_aio(void)
 GC_EXPORT int aio_write(struct aiocb *cb)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(aio_write) ? REAL_OR_NEXT(aio_write)(cb) : no_aio();
+		return REAL(aio_write) ? REAL(aio_write)(cb) : no_aio();
 	GC_COUNT(aio_write);
 	AIO_GIVE_BACK(cb->aio_fildes);
-	return gc_real.aio_write ? gc_real.aio_write(cb) : no_aio();
+	return REAL(aio_write) ? REAL(aio_write)(cb) : no_aio();
 }
 
 GC_EXPORT int aio_write64(struct aiocb64 *cb)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(aio_write64) ? REAL_OR_NEXT(aio_write64)(cb) : no_aio();
+		return REAL(aio_write64) ? REAL(aio_write64)(cb) : no_aio();
 	GC_COUNT(aio_write64);
 	AIO_GIVE_BACK(cb->aio_fildes);
-	return gc_real.aio_write64 ? gc_real.aio_write64(cb) : no_aio();
+	return REAL(aio_write64) ? REAL(aio_write64)(cb) : no_aio();
 }
 
 GC_EXPORT int lio_listio(int mode, struct aiocb *const list[], int n, struct sigevent *sig)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(lio_listio) ? REAL_OR_NEXT(lio_listio)(mode, list, n, sig)
+		return REAL(lio_listio) ? REAL(lio_listio)(mode, list, n, sig)
 						: no_aio();
 	GC_COUNT(lio_listio);
 	for (int i = 0; i < n; i++)
 		if (list[i] && list[i]->aio_lio_opcode == LIO_WRITE)
 			AIO_GIVE_BACK(list[i]->aio_fildes);
-	return gc_real.lio_listio ? gc_real.lio_listio(mode, list, n, sig) : no_aio();
+	return REAL(lio_listio) ? REAL(lio_listio)(mode, list, n, sig) : no_aio();
 }
 
 GC_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int n, struct sigevent *sig)
 {
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(lio_listio64) ? REAL_OR_NEXT(lio_listio64)(mode, list, n, sig)
+		return REAL(lio_listio64) ? REAL(lio_listio64)(mode, list, n, sig)
 						  : no_aio();
 	GC_COUNT(lio_listio64);
 	for (int i = 0; i < n; i++)
 		if (list[i] && list[i]->aio_lio_opcode == LIO_WRITE)
 			AIO_GIVE_BACK(list[i]->aio_fildes);
-	return gc_real.lio_listio64 ? gc_real.lio_listio64(mode, list, n, sig) : no_aio();
-}
-
-/* libaio's io_submit, found at the first call (shim/real.c leaves it out
- * of the names resolved at start) and kept; NULL without libaio. */
-static int (*submit_next(void))(aio_context_t, long, struct iocb **)
-{
-	static int (*fn)(aio_context_t, long, struct iocb **);
-	static int looked;
-
-	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&fn, REAL_OR_NEXT(io_submit), __ATOMIC_RELAXED);
-		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
-	}
-	return __atomic_load_n(&fn, __ATOMIC_RELAXED);
+	return REAL(lio_listio64) ? REAL(lio_listio64)(mode, list, n, sig) : no_aio();
 }
 
 /* libaio's io_submit (its struct iocb is the kernel's layout), which, as
@@ -503,8 +489,10 @@ GC_EXPORT int io_submit(aio_context_t ctx, long n, struct iocb **iocbs)
 				return e;
 		}
 	}
-	if (likely(submit_next()))
-		return submit_next()(ctx, n, iocbs);
+	/* libaio's, found at the first call (a dlsym: libc does not have
+	 * it); NULL without libaio */
+	if (likely(REAL(io_submit)))
+		return REAL(io_submit)(ctx, n, iocbs);
 	r = syscall(SYS_io_submit, ctx, n, iocbs);
 	return r < 0 ? -errno : (int)r;
 }
@@ -535,7 +523,7 @@ GC_EXPORT int prctl(int option, ...)
 		errno = -r;
 		return -1;
 	}
-	r = gc_real.prctl(option, a[0], a[1], a[2], a[3]);
+	r = REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 	if (r == 0 && strict)
 		gc_strict = true;
 	return r;

@@ -43,7 +43,7 @@ GC_EXPORT int truncate(const char *path, off_t len)
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate);
 	t = META_PATH(AT_FDCWD, path, 0);
-	return META(t, gc_real.truncate(path, len));
+	return META(t, REAL(truncate)(path, len));
 }
 
 GC_EXPORT int truncate64(const char *path, off64_t len)
@@ -54,7 +54,7 @@ GC_EXPORT int truncate64(const char *path, off64_t len)
 		return (int)syscall(SYS_truncate, path, len);
 	GC_COUNT(truncate64);
 	t = META_PATH(AT_FDCWD, path, 0);
-	return META(t, gc_real.truncate64(path, len));
+	return META(t, REAL(truncate64)(path, len));
 }
 
 GC_EXPORT int ftruncate(int fd, off_t len)
@@ -65,7 +65,7 @@ GC_EXPORT int ftruncate(int fd, off_t len)
 		return (int)syscall(SYS_ftruncate, fd, len);
 	GC_COUNT(ftruncate);
 	t = META_FD(fd, false);
-	return META(t, gc_real.ftruncate(fd, len));
+	return META(t, REAL(ftruncate)(fd, len));
 }
 
 GC_EXPORT int ftruncate64(int fd, off64_t len)
@@ -76,7 +76,7 @@ GC_EXPORT int ftruncate64(int fd, off64_t len)
 		return (int)syscall(SYS_ftruncate, fd, len);
 	GC_COUNT(ftruncate64);
 	t = META_FD(fd, false);
-	return META(t, gc_real.ftruncate64(fd, len));
+	return META(t, REAL(ftruncate64)(fd, len));
 }
 
 /* ext4 and XFS commit a fallocate made through an O_SYNC or O_DSYNC
@@ -112,7 +112,7 @@ GC_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate);
 	t = META_FD(fd, false);
-	return falloc_ret(fd, META(t, gc_real.fallocate(fd, mode, off, len)), GC_RA);
+	return falloc_ret(fd, META(t, REAL(fallocate)(fd, mode, off, len)), GC_RA);
 }
 
 GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
@@ -123,7 +123,7 @@ GC_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 		return (int)syscall(SYS_fallocate, fd, mode, off, len);
 	GC_COUNT(fallocate64);
 	t = META_FD(fd, false);
-	return falloc_ret(fd, META(t, gc_real.fallocate64(fd, mode, off, len)), GC_RA);
+	return falloc_ret(fd, META(t, REAL(fallocate64)(fd, mode, off, len)), GC_RA);
 }
 
 /* glibc's posix_fallocate makes its system call (or writes zeros) inside
@@ -133,10 +133,10 @@ GC_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 	uint64_t t = 0;
 
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(posix_fallocate)(fd, off, len);
+		return REAL(posix_fallocate)(fd, off, len);
 	GC_COUNT(posix_fallocate);
 	t = META_FD(fd, false);
-	return falloc_synced(fd, META(t, gc_real.posix_fallocate(fd, off, len)), GC_RA);
+	return falloc_synced(fd, META(t, REAL(posix_fallocate)(fd, off, len)), GC_RA);
 }
 
 GC_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
@@ -144,10 +144,10 @@ GC_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 	uint64_t t = 0;
 
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(posix_fallocate64)(fd, off, len);
+		return REAL(posix_fallocate64)(fd, off, len);
 	GC_COUNT(posix_fallocate64);
 	t = META_FD(fd, false);
-	return falloc_synced(fd, META(t, gc_real.posix_fallocate64(fd, off, len)), GC_RA);
+	return falloc_synced(fd, META(t, REAL(posix_fallocate64)(fd, off, len)), GC_RA);
 }
 
 /* A clone of blocks (FICLONE, FICLONERANGE into @fd; FIDEDUPERANGE from
@@ -166,7 +166,7 @@ static int clone_ioctl(int fd, unsigned long req, void *arg, uintptr_t ra)
 		struct file_dedupe_range *d = arg;
 
 		src_tok = gc_fd_token(fd);
-		r = gc_real.ioctl(fd, req, arg);
+		r = REAL(ioctl)(fd, req, arg);
 		if (r != 0)
 			return r;
 		e = errno;
@@ -185,7 +185,7 @@ static int clone_ioctl(int fd, unsigned long req, void *arg, uintptr_t ra)
 	src_tok = req == FICLONE ? gc_fd_token((int)(intptr_t)arg) : 0;
 	dst_tok = gc_fd_token(fd);
 	t = META_FD(fd, false);
-	r = META(t, gc_real.ioctl(fd, req, arg));
+	r = META(t, REAL(ioctl)(fd, req, arg));
 	if (r != 0)
 		return r;
 	if (req == FICLONERANGE)
@@ -213,7 +213,7 @@ GC_EXPORT int ioctl(int fd, unsigned long req, ...)
 	 * negative int is still the one it names */
 	if (likely((unsigned int)req != FICLONE && (unsigned int)req != FICLONERANGE &&
 		   (unsigned int)req != FIDEDUPERANGE))
-		return gc_real.ioctl(fd, req, arg);
+		return REAL(ioctl)(fd, req, arg);
 	return clone_ioctl(fd, (unsigned int)req, arg, GC_RA);
 }
 
@@ -231,7 +231,7 @@ GC_EXPORT int rename(const char *from, const char *to)
 	GC_COUNT(rename);
 	u = META_PATH(AT_FDCWD, from, GC_INTENT_NOFOLLOW);
 	t = META_PATH(AT_FDCWD, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	r = META(t, gc_real.rename(from, to));
+	r = META(t, REAL(rename)(from, to));
 	if (unlikely(u))
 		gc_intent_meta_done(u);
 	return r;
@@ -247,7 +247,7 @@ GC_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 	GC_COUNT(renameat);
 	u = META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
 	t = META_PATH(tofd, to, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	r = META(t, gc_real.renameat(fromfd, from, tofd, to));
+	r = META(t, REAL(renameat)(fromfd, from, tofd, to));
 	if (unlikely(u))
 		gc_intent_meta_done(u);
 	return r;
@@ -259,12 +259,12 @@ GC_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
 	uint64_t t = 0, u = 0;
 	int r;
 
-	if (unlikely(!gc_init()) || !gc_real.renameat2)
+	if (unlikely(!gc_init()) || !REAL(renameat2))
 		return (int)syscall(SYS_renameat2, fromfd, from, tofd, to, flags);
 	GC_COUNT(renameat2);
 	u = META_PATH(fromfd, from, GC_INTENT_NOFOLLOW);
 	t = META_PATH(tofd, to, GC_INTENT_NOFOLLOW | (flags & RENAME_EXCHANGE ? 0 : GC_INTENT_GONE));
-	r = META(t, gc_real.renameat2(fromfd, from, tofd, to, flags));
+	r = META(t, REAL(renameat2)(fromfd, from, tofd, to, flags));
 	if (unlikely(u))
 		gc_intent_meta_done(u);
 	return r;
@@ -282,7 +282,7 @@ GC_EXPORT int unlink(const char *path)
 #endif
 	GC_COUNT(unlink);
 	t = META_PATH(AT_FDCWD, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return META(t, gc_real.unlink(path));
+	return META(t, REAL(unlink)(path));
 }
 
 GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
@@ -294,7 +294,7 @@ GC_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	GC_COUNT(unlinkat);
 	if (!(flags & AT_REMOVEDIR))
 		t = META_PATH(dirfd, path, GC_INTENT_NOFOLLOW | GC_INTENT_GONE);
-	return META(t, gc_real.unlinkat(dirfd, path, flags));
+	return META(t, REAL(unlinkat)(dirfd, path, flags));
 }
 
 /* A writable shared mapping: its stores are never seen, so the file is
@@ -335,7 +335,7 @@ GC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 	URING_CHECK(fd, flags, off);
 	if (MAPS_WRITES(prot, flags, fd))
 		t = META_FD(fd, true);
-	return META(t, gc_real.mmap(addr, len, prot, flags, fd, off));
+	return META(t, REAL(mmap)(addr, len, prot, flags, fd, off));
 }
 
 GC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
@@ -348,5 +348,5 @@ GC_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off6
 	URING_CHECK(fd, flags, off);
 	if (MAPS_WRITES(prot, flags, fd))
 		t = META_FD(fd, true);
-	return META(t, gc_real.mmap64(addr, len, prot, flags, fd, off));
+	return META(t, REAL(mmap64)(addr, len, prot, flags, fd, off));
 }

@@ -43,21 +43,21 @@ static int real_open(enum open_variant v, int dirfd, const char *path, int flags
 {
 	switch (v) {
 	case OV_OPEN:
-		return gc_real.open(path, flags, mode);
+		return REAL(open)(path, flags, mode);
 	case OV_OPEN64:
-		return gc_real.open64(path, flags, mode);
+		return REAL(open64)(path, flags, mode);
 	case OV_OPENAT:
-		return gc_real.openat(dirfd, path, flags, mode);
+		return REAL(openat)(dirfd, path, flags, mode);
 	case OV_OPENAT64:
-		return gc_real.openat64(dirfd, path, flags, mode);
+		return REAL(openat64)(dirfd, path, flags, mode);
 	case OV_OPEN_2:
-		return gc_real.__open_2(path, flags);
+		return REAL(__open_2)(path, flags);
 	case OV_OPEN64_2:
-		return gc_real.__open64_2(path, flags);
+		return REAL(__open64_2)(path, flags);
 	case OV_OPENAT_2:
-		return gc_real.__openat_2(dirfd, path, flags);
+		return REAL(__openat_2)(dirfd, path, flags);
 	case OV_OPENAT64_2:
-		return gc_real.__openat64_2(dirfd, path, flags);
+		return REAL(__openat64_2)(dirfd, path, flags);
 	}
 	return -1;
 }
@@ -507,7 +507,7 @@ GC_EXPORT int creat(const char *path, mode_t mode)
 	if (unlikely(!gc_init()))
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 	GC_COUNT(creat);
-	WITH_ROOM(r, gc_real.creat(path, mode));
+	WITH_ROOM(r, REAL(creat)(path, mode));
 	return new_number(r);
 }
 
@@ -519,7 +519,7 @@ GC_EXPORT int creat64(const char *path, mode_t mode)
 		return raw_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE,
 				mode);
 	GC_COUNT(creat64);
-	WITH_ROOM(r, gc_real.creat64(path, mode));
+	WITH_ROOM(r, REAL(creat64)(path, mode));
 	return new_number(r);
 }
 
@@ -570,7 +570,7 @@ GC_EXPORT int close(int fd)
 	/* Forget the entry only after the real close: until then another
 	 * thread's write through @fd must still be made durable. */
 	token = mine ? gc_fd_close_begin(fd) : 0;
-	r = gc_real.close(fd);
+	r = REAL(close)(fd);
 	saved = errno;
 	gc_fd_close_end(fd, token);
 	gc_fd_swap_unlock(taken);
@@ -583,7 +583,7 @@ GC_EXPORT int close(int fd)
 
 static int real_close_range(unsigned int first, unsigned int last, int flags)
 {
-	return gc_real.close_range ? gc_real.close_range(first, last, flags)
+	return REAL(close_range) ? REAL(close_range)(first, last, flags)
 				   : (int)syscall(SYS_close_range, first, last, flags);
 }
 
@@ -704,7 +704,7 @@ static int dup_track(int oldfd, int r, bool copied)
 		gc_fd_set(r, 0);
 		e = gc_fd_locks(r, false) ? -ENOLCK : gc_materialize(r, conv, NULL, NULL);
 		if (e < 0) {
-			gc_real.close(r);
+			REAL(close)(r);
 			errno = -e;
 			return -1;
 		}
@@ -718,15 +718,15 @@ static int dup_real(enum dup_kind k, int oldfd, int arg, int flags)
 {
 	switch (k) {
 	case DK_DUP:
-		return gc_real.dup(oldfd);
+		return REAL(dup)(oldfd);
 	case DK_DUP2:
-		return gc_real.dup2(oldfd, arg);
+		return REAL(dup2)(oldfd, arg);
 	case DK_DUP3:
-		return gc_real.dup3(oldfd, arg, flags);
+		return REAL(dup3)(oldfd, arg, flags);
 	case DK_DUPFD:
-		return gc_real.fcntl(oldfd, F_DUPFD, arg);
+		return REAL(fcntl)(oldfd, F_DUPFD, arg);
 	case DK_DUPFD_CLOEXEC:
-		return gc_real.fcntl(oldfd, F_DUPFD_CLOEXEC, arg);
+		return REAL(fcntl)(oldfd, F_DUPFD_CLOEXEC, arg);
 	}
 	return -1;
 }
@@ -969,7 +969,7 @@ GC_EXPORT int fcntl(int fd, int cmd, ...)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	GC_COUNT(fcntl);
-	return fcntl_common(gc_real.fcntl, fd, cmd, arg);
+	return fcntl_common(REAL(fcntl), fd, cmd, arg);
 }
 
 GC_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -983,7 +983,7 @@ GC_EXPORT int fcntl64(int fd, int cmd, ...)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_fcntl, fd, cmd, arg);
 	GC_COUNT(fcntl64);
-	return fcntl_common(gc_real.fcntl64, fd, cmd, arg);
+	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
 }
 
 /* Gives converted @fd its real O_SYNC/O_DSYNC back for good, where
@@ -1019,20 +1019,20 @@ GC_EXPORT FILE *fdopen(int fd, const char *mode)
 	int saved = errno, r;
 
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(fdopen)(fd, mode);
+		return REAL(fdopen)(fd, mode);
 	GC_COUNT(fdopen);
 	/* stdio's own writes are not seen: a file in scope is never logged */
 	if (unlikely(gc_intent_on) && !gc_disabled)
 		gc_intent_fdopen(fd, mode);
 	if (!gc_fd_get(fd))
-		return gc_real.fdopen(fd, mode);
+		return REAL(fdopen)(fd, mode);
 	r = give_back(fd);
 	if (r < 0) {
 		errno = -r;
 		return NULL;
 	}
 	errno = saved;
-	return gc_real.fdopen(fd, mode);
+	return REAL(fdopen)(fd, mode);
 }
 
 /* dprintf writes through a stdio stream of its own, inside libc: writes
@@ -1043,13 +1043,13 @@ GC_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 	int r;
 
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(vdprintf)(fd, fmt, ap);
+		return REAL(vdprintf)(fd, fmt, ap);
 	GC_COUNT(vdprintf);
 	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
-	return gc_real.vdprintf(fd, fmt, ap);
+	return REAL(vdprintf)(fd, fmt, ap);
 }
 
 GC_EXPORT int dprintf(int fd, const char *fmt, ...)
@@ -1059,7 +1059,7 @@ GC_EXPORT int dprintf(int fd, const char *fmt, ...)
 
 	if (unlikely(!gc_init())) {
 		va_start(ap, fmt);
-		r = REAL_OR_NEXT(vdprintf)(fd, fmt, ap);
+		r = REAL(vdprintf)(fd, fmt, ap);
 		va_end(ap);
 		return r;
 	}
@@ -1069,7 +1069,7 @@ GC_EXPORT int dprintf(int fd, const char *fmt, ...)
 		return -1;
 	}
 	va_start(ap, fmt);
-	r = gc_real.vdprintf(fd, fmt, ap);
+	r = REAL(vdprintf)(fd, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -1080,13 +1080,13 @@ GC_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 	int r;
 
 	if (unlikely(!gc_init()))
-		return REAL_OR_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+		return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
 	GC_COUNT(__vdprintf_chk);
 	if (unlikely((r = gc_unseen_writes(fd)) < 0)) {
 		errno = -r;
 		return -1;
 	}
-	return gc_real.__vdprintf_chk(fd, flag, fmt, ap);
+	return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
 }
 
 GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
@@ -1096,7 +1096,7 @@ GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 
 	if (unlikely(!gc_init())) {
 		va_start(ap, fmt);
-		r = REAL_OR_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+		r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
 		va_end(ap);
 		return r;
 	}
@@ -1106,7 +1106,7 @@ GC_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 		return -1;
 	}
 	va_start(ap, fmt);
-	r = gc_real.__vdprintf_chk(fd, flag, fmt, ap);
+	r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -1163,7 +1163,7 @@ GC_EXPORT ssize_t sendmsg(int sock, const struct msghdr *msg, int flags)
 		errno = -r;
 		return -1;
 	}
-	return gc_real.sendmsg(sock, msg, flags);
+	return REAL(sendmsg)(sock, msg, flags);
 }
 
 GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
@@ -1179,7 +1179,7 @@ GC_EXPORT int sendmmsg(int sock, struct mmsghdr *vec, unsigned int n, int flags)
 		errno = -r;
 		return -1;
 	}
-	return gc_real.sendmmsg(sock, vec, n, flags);
+	return REAL(sendmmsg)(sock, vec, n, flags);
 }
 
 /* The program's call found no descriptor free while the library holds
@@ -1291,8 +1291,8 @@ GC_EXPORT void closefrom(int lowfd)
 		close_range((unsigned int)lowfd, ~0U, 0);
 		return;
 	}
-	if (gc_real.closefrom)
-		gc_real.closefrom(lowfd);
+	if (REAL(closefrom))
+		REAL(closefrom)(lowfd);
 	else
 		close_range((unsigned int)lowfd, ~0U, 0);
 }
@@ -1346,7 +1346,7 @@ GC_EXPORT int pipe2(int fds[2], int flags)
 	GC_COUNT(pipe2);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, flags);
-	WITH_ROOM(r, gc_real.pipe2(fds, flags));
+	WITH_ROOM(r, REAL(pipe2)(fds, flags));
 	return pipe_numbers(r, fds);
 }
 
@@ -1359,7 +1359,7 @@ GC_EXPORT int pipe(int fds[2])
 	GC_COUNT(pipe);
 	if (unlikely(gc_unwinding))
 		return unwind_pipe(fds, 0);
-	WITH_ROOM(r, gc_real.pipe(fds));
+	WITH_ROOM(r, REAL(pipe)(fds));
 	return pipe_numbers(r, fds);
 }
 
@@ -1375,7 +1375,7 @@ GC_EXPORT int socket(int domain, int type, int protocol)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_socket, domain, type, protocol);
 	GC_COUNT(socket);
-	WITH_ROOM(r, gc_real.socket(domain, type, protocol));
+	WITH_ROOM(r, REAL(socket)(domain, type, protocol));
 	return new_number(r);
 }
 
@@ -1386,7 +1386,7 @@ GC_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_socketpair, domain, type, protocol, fds);
 	GC_COUNT(socketpair);
-	WITH_ROOM(r, gc_real.socketpair(domain, type, protocol, fds));
+	WITH_ROOM(r, REAL(socketpair)(domain, type, protocol, fds));
 	return pipe_numbers(r, fds);
 }
 
@@ -1397,7 +1397,7 @@ GC_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_accept4, fd, addr.__sockaddr__, len, 0);
 	GC_COUNT(accept);
-	WITH_ROOM(r, gc_real.accept(fd, addr, len));
+	WITH_ROOM(r, REAL(accept)(fd, addr, len));
 	return new_number(r);
 }
 
@@ -1408,6 +1408,6 @@ GC_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 	if (unlikely(!gc_init()))
 		return (int)syscall(SYS_accept4, fd, addr.__sockaddr__, len, flags);
 	GC_COUNT(accept4);
-	WITH_ROOM(r, gc_real.accept4(fd, addr, len, flags));
+	WITH_ROOM(r, REAL(accept4)(fd, addr, len, flags));
 	return new_number(r);
 }

@@ -76,11 +76,13 @@ static inline int gc_ret(int r)
 	return r;
 }
 
-/* The real function, even before gc_init() finished (for wrappers with no
- * raw system call to fall back on). */
-#define REAL_OR_NEXT(name)                                                          \
-	(gc_real.name ? gc_real.name : (__typeof__(gc_real.name))gc_next(#name))
-void *gc_next(const char *name);
+/* The real function @name (NULL where no object after this one has it),
+ * looked up at its first use in the process (shim/real.c), even before
+ * gc_init() finished. */
+#define REAL(name)                                                                  \
+	(likely(gc_real_have(GC_SYM_##name))                                        \
+		 ? gc_real.name                                                     \
+		 : (__typeof__(gc_real.name))gc_real_one(GC_SYM_##name))
 
 /* Converted sync flags of @fd, after checking the entry still belongs to the
  * regular file it was made for (a stale entry is dropped). */

@@ -40,7 +40,7 @@ static int nested_intent(int fd, bool datasync)
 	int r = gc_intent_nested_sync(fd, datasync);
 
 	if (r == GC_INTENT_PASS)
-		return datasync ? gc_real.fdatasync(fd) : gc_real.fsync(fd);
+		return datasync ? REAL(fdatasync)(fd) : REAL(fsync)(fd);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -59,7 +59,7 @@ GC_EXPORT int fsync(int fd)
 	 * the kernel's own answer, as bare. No error of the file is held
 	 * anywhere else (DESIGN rule 8), so there is nothing to add to it. */
 	if (gc_disabled || gc_depth || !gc_conf())
-		return gc_real.fsync(fd);
+		return REAL(fsync)(fd);
 	return sync_common(fd, false, (uintptr_t)__builtin_return_address(0));
 }
 
@@ -72,7 +72,7 @@ GC_EXPORT int fdatasync(int fd)
 		return nested_intent(fd, true);
 	/* as fsync's */
 	if (gc_disabled || gc_depth || !gc_conf())
-		return gc_real.fdatasync(fd);
+		return REAL(fdatasync)(fd);
 	return sync_common(fd, true, (uintptr_t)__builtin_return_address(0));
 }
 
@@ -82,7 +82,7 @@ GC_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags
 		return (int)syscall(SYS_sync_file_range, fd, off, n, flags);
 	GC_COUNT(sync_file_range);
 	gc_stat_inc(pass_sync_file_range);
-	return gc_real.sync_file_range(fd, off, n, flags);
+	return REAL(sync_file_range)(fd, off, n, flags);
 }
 
 GC_EXPORT int syncfs(int fd)
@@ -92,7 +92,7 @@ GC_EXPORT int syncfs(int fd)
 	GC_COUNT(syncfs);
 	gc_stat_inc(pass_syncfs);
 	if (unlikely(gc_intent_on) && !gc_disabled) {
-		int r = gc_real.syncfs(fd);
+		int r = REAL(syncfs)(fd);
 
 		r = gc_intent_syncfs(fd, r < 0 ? -errno : 0);
 		if (r < 0) {
@@ -101,7 +101,7 @@ GC_EXPORT int syncfs(int fd)
 		}
 		return 0;
 	}
-	return gc_real.syncfs(fd);
+	return REAL(syncfs)(fd);
 }
 
 GC_EXPORT void sync(void)
@@ -112,7 +112,7 @@ GC_EXPORT void sync(void)
 	}
 	GC_COUNT(sync);
 	gc_stat_inc(pass_sync);
-	gc_real.sync();
+	REAL(sync)();
 	if (unlikely(gc_intent_on) && !gc_disabled)
 		gc_intent_syncfs(-1, 0);
 }
@@ -123,5 +123,5 @@ GC_EXPORT int msync(void *addr, size_t len, int flags)
 		return (int)syscall(SYS_msync, addr, len, flags);
 	GC_COUNT(msync);
 	gc_stat_inc(pass_msync);
-	return gc_real.msync(addr, len, flags);
+	return REAL(msync)(addr, len, flags);
 }
