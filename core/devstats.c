@@ -96,7 +96,9 @@ static bool spin_lock(int *l)
 
 	gc_made_note(GC_MADE_DEVSTATS);
 	for (int i = 0;; i++) {
-		cur = __atomic_load_n(l, __ATOMIC_RELAXED);
+		/* the first try a swap, not a load: loaded first, a page never
+		 * written maps the zero page, and the swap faults again */
+		cur = i ? __atomic_load_n(l, __ATOMIC_RELAXED) : 0;
 		if (!cur && __atomic_compare_exchange_n(l, &cur, self, false, __ATOMIC_ACQUIRE,
 							__ATOMIC_RELAXED))
 			return true;

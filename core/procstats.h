@@ -27,8 +27,9 @@
 #define GC_PS_MAGIC 0x3173747370636700ULL /* "\0gcpsts1" */
 /* 2: the call-site table; 3: buffered and write-behind bytes; 4: deferred;
  * 5: the limiter's polls; 6: a slot per thread, histograms as gcstat shows
- * them, call sites only when recorded, gcstat's request for them */
-#define GC_PS_VERSION 6
+ * them, call sites only when recorded, gcstat's request for them; 7: the
+ * process's histograms before the slots */
+#define GC_PS_VERSION 7
 
 struct gc_ps_seg {
 	uint64_t ps_magic;	/* written last: 0 while being made */

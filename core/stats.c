@@ -316,8 +316,7 @@ GC_ONCE void gc_stats_reset(void)
 	/* only what was counted in: a memset of the whole 190 KB cost each
 	 * fork child about 50 page faults (gc_made) */
 	if (gc_was_made(GC_MADE_TOTALS)) {
-		memset(gc_stats_priv.sa_commit, 0, sizeof(gc_stats_priv) -
-		       offsetof(struct gc_stat_area, sa_commit));
+		memset(&gc_stats_priv, 0, offsetof(struct gc_stat_area, sa_slot));
 	}
 	if (gc_was_made(GC_MADE_SITES))
 		memset(&gc_sites_priv, 0, sizeof(gc_sites_priv));

@@ -122,10 +122,12 @@ struct gc_errtab {
 
 /* Everything a process counts, in private memory or its stats segment. */
 struct gc_stat_area {
-	struct gc_stat_slot sa_slot[GC_STAT_ALL];
+	/* the process's, first: on the page of the first thread's slot (a
+	 * first commit made one page fault less) */
 	uint64_t sa_commit[GC_HIST_NS];
 	uint64_t sa_batch[GC_HIST_BATCH];
 	struct gc_errtab sa_err;
+	struct gc_stat_slot sa_slot[GC_STAT_ALL];
 };
 
 /* A reader's sums. */

@@ -34,7 +34,8 @@ static int real_sync(int fd, bool datasync)
 	return gc_sys_sync(fd, datasync);
 }
 
-bool gc_sfr_refused;
+/* read by every request: on the start page, where it costs no fault */
+GC_START bool gc_sfr_refused;
 
 /* Reports (and marks reported) a writeback error @fd's open file description
  * has not seen yet (1: cannot tell, the call refused), without waiting for

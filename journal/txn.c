@@ -507,6 +507,9 @@ static struct gc_undo {
 	uint32_t u_state;	/* 0 free, 1 being filled or run, 2 waiting */
 	struct gc_handle u_h;
 } gc_undos[GC_UNDO_MAX] GC_LARGE;
+/* How many wait (state 2): every request that takes the lock asks, and
+ * the table's page is not read (a fault) while there are none. */
+GC_START static int undos_waiting;
 
 static void undo_defer(const struct gc_handle *h)
 {
@@ -519,6 +522,7 @@ static void undo_defer(const struct gc_handle *h)
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 			gc_undos[i].u_h = *h;
 			__atomic_store_n(&gc_undos[i].u_state, 2, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&undos_waiting, 1, __ATOMIC_RELEASE);
 			return;
 		}
 	}
@@ -530,6 +534,8 @@ void gc_undo_run(struct gc_domain *d)
 {
 	int i;
 
+	if (!__atomic_load_n(&undos_waiting, __ATOMIC_ACQUIRE))
+		return;
 	for (i = 0; i < GC_UNDO_MAX; i++) {
 		struct gc_handle *h = &gc_undos[i].u_h;
 		uint32_t w = 2;
@@ -552,6 +558,7 @@ void gc_undo_run(struct gc_domain *d)
 			gc_hent_abandon(d, h->h_txn, h->h_ent);
 		}
 		__atomic_store_n(&gc_undos[i].u_state, 0, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&undos_waiting, 1, __ATOMIC_RELAXED);
 	}
 }
 
