@@ -241,6 +241,15 @@ static void epoch_end(struct gc_domain *d, uint64_t now)
  * for at most this long. */
 #define GC_CLAIM_NS (1 * GC_NSEC_PER_MSEC)
 
+/* The domain's verdict word (j_fast) is the adaptive policy's, shared by
+ * the processes set to it. One set to a fixed wait or jbd2's rule groups
+ * every request, as it was told, whatever the word says, and writes no
+ * verdict into it for the others. */
+static inline bool verdict_shared(void)
+{
+	return gc_cfg.c_policy.pc_kind == GC_POL_ADAPTIVE && gc_cfg.c_policy.pc_probe;
+}
+
 /* The verdict @w (read from j_fast) no longer holds at @now: one request
  * claims the refresh (the old verdict holds a little longer for the
  * others meanwhile), samples the policy's inputs (the device, the end of
@@ -513,7 +522,7 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 		w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
 	*t0 = gc_now_ns();
 	begun = begun && begun < *t0 ? begun : *t0;
-	if (__builtin_expect(d != NULL, 1)) {
+	if (__builtin_expect(d != NULL && verdict_shared(), 1)) {
 		/* a refresh keeps the failure count: @w stays the baseline */
 		kind = gc_fast_verdict(w, *t0);
 		if (__builtin_expect(kind == GC_V_ASK, 0))
@@ -651,7 +660,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		return gc_commit_direct(fd, datasync);
 	w = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
 	now = gc_now_ns();
-	kind = gc_fast_verdict(w, now);
+	kind = verdict_shared() ? gc_fast_verdict(w, now) : GC_V_GROUP;
 	if (kind == GC_V_ASK)
 		kind = verdict_refresh(d, w, now, true);
 	if (kind == GC_V_DIRECT || kind == GC_V_TIMED)

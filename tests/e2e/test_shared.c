@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "journal/domain.h"
 #include "tests/e2e/e2e.h"
 
@@ -773,4 +774,49 @@ Test(shared, stale_segment_with_a_dead_lock_owner)
 	cr_assert(WIFSIGNALED(status), "the lock holder did not die as planned (status %d)", status);
 	cr_assert(seg_exists(), "no segment at %s", g_seg);
 	fresh_processes_share("fresh processes after a dead lock owner");
+}
+
+/* The domain's verdict word is the adaptive policy's. A process set to a
+ * fixed wait (or jbd2's rule) groups as it was told beside processes that
+ * read direct calls from the word (a fast device), and writes no verdict
+ * of its own into it for them. Before, it followed the word: a program
+ * run with LIBGC_POLICY=fixed beside any default one on the same disk
+ * made every request a direct call. */
+Test(shared, a_fixed_wait_beside_a_domain_on_direct_calls)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=3000",
+					   "SPY_DELAY_US=3000", NULL };
+	struct storm w = { 4, "shared", "fsync", 8 };
+	const char *why = NULL;
+	struct gc_domain *d;
+	struct spy_summary s;
+	struct xproc x;
+	struct e2e_run r;
+	uint64_t word, until;
+
+	need_isolation();
+	/* this process stands for the adaptive one: a member, its verdict
+	 * direct calls for the next 1.9 s */
+	d = gc_domain_attach((uint64_t)g_dev, &why);
+	cr_assert(d, "no segment: %s", why ? why : "?");
+	cr_assert(gc_domain_lock(d), "the segment's lock");
+	cr_assert(gc_domain_join(d, getpid()), "joining the segment");
+	gc_domain_unlock(d);
+	until = gc_now_ns() + GC_FAST_AHEAD_MAX_NS - 100 * 1000 * 1000;
+	word = __atomic_load_n(&d->j_fast, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->j_fast, gc_fast_make(word, GC_V_DIRECT, until), __ATOMIC_RELEASE);
+
+	storm_run(&r, &s, &x, &w, env, "a fixed wait beside direct calls");
+	cr_expect(x.foreign > 0 && real_syncs(&s) < s.s_prog,
+		  "4 processes set to a fixed wait beside a domain on direct calls: %zu real calls "
+		  "for %zu requests, %zu served by another process's",
+		  real_syncs(&s), s.s_prog, x.foreign);
+	word = __atomic_load_n(&d->j_fast, __ATOMIC_ACQUIRE);
+	cr_expect(gc_now_ns() >= until || gc_fast_verdict(word, gc_now_ns()) == GC_V_DIRECT,
+		  "the fixed processes wrote their verdict (%u) into the domain's word",
+		  gc_fast_kind(word));
+	e2e_run_free(&r);
+	cr_assert(gc_domain_lock(d), "the segment's lock");
+	gc_domain_leave(d, getpid());
+	gc_domain_unlock(d);
 }
