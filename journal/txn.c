@@ -593,6 +593,23 @@ int gc_handle_collect(struct gc_handle *h, uint64_t ino, bool *owner)
 	return r;
 }
 
+/* No transaction of the ring free: some may be kept only by the handles of
+ * processes that died before they collected (SIGKILL). Only a waiter looks
+ * for dead peers, and the requests that find the ring full make direct
+ * calls, which wait on nothing: without this look, a domain with a live
+ * member never grouped again. At most every reap interval per process (a
+ * system call per handle), and only in a segment. */
+static bool ring_reap_due(const struct gc_domain *d, uint64_t now)
+{
+	static uint64_t last_ns;
+	uint64_t last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
+
+	if (!gc_domain_is_segment(d) || (last && now - last < gc_peers_reap_interval(d)))
+		return false;
+	return __atomic_compare_exchange_n(&last_ns, &last, now, false, __ATOMIC_RELAXED,
+					   __ATOMIC_RELAXED);
+}
+
 /* Joins the running transaction (beginning one if none runs), with j_lock
  * held. false: no room (ring, inode slots or handle entries exhausted), so
  * the request must not wait. */
@@ -609,8 +626,10 @@ bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, bool dir, 
 	t = d->j_running != GC_NONE ? &d->j_txns[RING_IX(d->j_running)] : NULL;
 	if (t && t->t_state != T_RUNNING)
 		return false; /* never join a transaction that is not open */
-	if (!t)
+	if (!t && !(t = txn_begin(d, now, h, new_writer)) && ring_reap_due(d, now)) {
+		gc_peers_reap(d);
 		t = txn_begin(d, now, h, new_writer);
+	}
 	slot = t ? islot_get(t, ino) : GC_NONE;
 	ent = slot != GC_NONE ? hent_get(t) : GC_NONE;
 	if (ent == GC_NONE) {

@@ -820,3 +820,59 @@ Test(shared, a_fixed_wait_beside_a_domain_on_direct_calls)
 	gc_domain_leave(d, getpid());
 	gc_domain_unlock(d);
 }
+
+/* Every transaction of the ring done, each kept by the handle of a process
+ * that died before it collected its result (SIGKILL), while another member
+ * lives on. Nobody waits on those transactions to find the dead, and the
+ * requests that find no free transaction make direct calls, which wait on
+ * nothing either: before, that domain never grouped again while its live
+ * member lived (a daemon beside short processes an OOM killer took). */
+Test(shared, a_ring_kept_by_dead_handles_beside_a_live_member)
+{
+	static const char *const env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=3000",
+					   "SPY_DELAY_US=3000", NULL };
+	struct storm w = { 4, "shared", "fsync", 8 };
+	const char *why = NULL;
+	struct gc_domain *d;
+	struct spy_summary s;
+	struct xproc x;
+	struct e2e_run r;
+	int status;
+	pid_t dead;
+
+	need_isolation();
+	dead = fork();
+	cr_assert(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(dead, &status, 0), dead);
+	d = gc_domain_attach((uint64_t)g_dev, &why);
+	cr_assert(d, "no segment: %s", why ? why : "?");
+	cr_assert(gc_domain_lock(d), "the segment's lock");
+	cr_assert(gc_domain_join(d, getpid()), "joining the segment");
+	for (int i = 0; i < GC_TXN_RING; i++) {
+		struct gc_txn *t = &d->j_txns[i];
+
+		memset(t, 0, sizeof(*t));
+		t->t_seq = ++d->j_seq;
+		t->t_state = T_DONE;
+		t->t_handles = t->t_joined = t->t_refs = 1;
+		t->t_inodes = 1;
+		t->t_islots[0].is_ino = 1000 + (uint64_t)i;
+		t->t_islots[0].is_handles = 1;
+		t->t_islots[0].is_flags = IS_DONE;
+		t->t_hents[0] = (struct gc_hent){ .he_pid = dead, .he_tid = dead, .he_used = 1 };
+	}
+	d->j_running = d->j_committing = GC_NONE;
+	gc_domain_unlock(d);
+
+	storm_run(&r, &s, &x, &w, env, "a ring kept by dead handles");
+	cr_expect(x.foreign > 0 && real_syncs(&s) < s.s_prog,
+		  "a ring kept by dead handles, a live member: %zu real calls for %zu requests, "
+		  "%zu served by another process's",
+		  real_syncs(&s), s.s_prog, x.foreign);
+	e2e_run_free(&r);
+	cr_assert(gc_domain_lock(d), "the segment's lock");
+	gc_domain_leave(d, getpid());
+	gc_domain_unlock(d);
+}
