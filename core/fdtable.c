@@ -31,6 +31,9 @@ static uint64_t *chunks[NCHUNKS] GC_LARGE;
  * read chunks[0] before anything else of its page, which mapped the zero
  * page, and the chunk's store then cost a second fault there. */
 GC_START static uint64_t *chunk0;
+/* and the first chunk itself, in the zeroed data: a process's first
+ * request maps no chunk of its own (an mmap, and a mapping more) */
+static uint64_t chunk0_store[3 * CHUNK_SIZE] GC_LARGE __attribute__((aligned(4096)));
 /* Set before the first entry is made, never cleared: until then every
  * entry is zero, and a read of one (gc_fd_get, gc_fd_token and
  * gc_fd_close_begin: each write and close asks) does not touch the
@@ -56,13 +59,15 @@ static uint64_t *slot_made(int fd, int create, bool *made)
 	c = __atomic_load_n(chunk_ref((unsigned int)fd), __ATOMIC_ACQUIRE);
 	if (c || !create)
 		return c ? &c[fd & (CHUNK_SIZE - 1)] : NULL;
-	fresh = gc_sys_mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fresh = (unsigned int)fd < CHUNK_SIZE ? chunk0_store
+				: gc_sys_mmap(NULL, 3 * CHUNK_SIZE * sizeof(uint64_t),
+					      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
 	if (!__atomic_compare_exchange_n(chunk_ref((unsigned int)fd), &c, fresh, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(fresh, 3 * CHUNK_SIZE * sizeof(uint64_t));
+		if (fresh != chunk0_store)
+			munmap(fresh, 3 * CHUNK_SIZE * sizeof(uint64_t));
 		/* c now holds the winner's chunk */
 	} else {
 		c = fresh;

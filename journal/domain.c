@@ -68,7 +68,7 @@ bool gc_alive(pid_t pid, pid_t tid)
 
 static bool pid_alive(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	return syscall(SYS_kill, pid, 0) == 0 || errno == EPERM;
 }
 
 static int futex_op(const struct gc_domain *d, int op)
