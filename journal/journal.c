@@ -485,49 +485,6 @@ static int held_result(const struct gc_domain *d, int fd, uint64_t begun, int di
 static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain *d);
 
 /*
- * A process's first request is a direct real call; its second joins.
- * Joining costs a short process 50-90 us (its identity page, the segment's
- * attach, the pid namespace's first lookup under /proc: 4.8% of a maildrop
- * delivery), and bought one that syncs once nothing measurable
- * (DESIGN.md). Only under the adaptive policy (fixed and jbd2 are asked to
- * wait), and not with the intent log. A failure of that call is noted in
- * the domain before the request returns, as any real call's (the
- * held-request rule, gc_domain_note_failure).
- */
-GC_START static int synced_before;
-
-static bool first_alone(void)
-{
-	return verdict_shared() && !gc_intent_on &&
-	       !__atomic_exchange_n(&synced_before, 1, __ATOMIC_RELAXED);
-}
-
-/* The first request's real call, its failure noted in its domain. */
-static int first_call(int fd, bool datasync)
-{
-	struct stat st;
-	int r = gc_commit_direct(fd, datasync);
-
-	/* not by a child sharing our memory (vfork), which must not join */
-	if ((r == -EIO || r == -EROFS) && gc_self_exact() && gc_sys_fstat(fd, &st) == 0 &&
-	    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		gc_domain_note_failure(domain_get((uint64_t)st.st_dev, fd), r);
-	return r;
-}
-
-static int first_direct(int fd, bool datasync, enum gc_origin origin)
-{
-	uint64_t t0;
-	int r;
-
-	count_request(gc_slot(), origin);
-	t0 = gc_now_ns();
-	r = first_call(fd, datasync);
-	gc_stats_request_end(gc_now_ns() - t0, r);
-	return r;
-}
-
-/*
  * The request's route: shim -> here -> core (the real call, the clock,
  * the counters). With a domain whose verdict holds, no lock, no system
  * call but the real one, and two reads of its word. Everything else (no
@@ -553,14 +510,6 @@ static int sync_route(int fd, bool datasync, enum gc_origin origin, uint64_t beg
 	    __builtin_expect(__atomic_load_n(&gc_sfr_refused, __ATOMIC_RELAXED), 0)) {
 		*t0 = gc_now_ns();
 		r = gc_commit_direct(fd, datasync);
-		*t1 = gc_now_ns();
-		return r;
-	}
-	/* the process's first request, where gc_request did not take it */
-	if (__builtin_expect(!__atomic_load_n(&synced_before, __ATOMIC_RELAXED), 0) &&
-	    first_alone()) {
-		*t0 = gc_now_ns();
-		r = first_call(fd, datasync);
 		*t1 = gc_now_ns();
 		return r;
 	}
@@ -620,15 +569,6 @@ int gc_request(int fd, bool datasync, enum gc_origin origin, uintptr_t ra)
 	bool grouped = true;
 	int site = -1, r;
 
-	/* the first request, where no call site is counted: before the
-	 * identity page too (sync_route takes the others) */
-	if (__builtin_expect(!__atomic_load_n(&synced_before, __ATOMIC_RELAXED), 0) &&
-	    !__atomic_load_n(&gc_sites_on, __ATOMIC_RELAXED) && !gc_sites_needed() &&
-	    first_alone()) {
-		if (__atomic_load_n(&gc_ps_idle, __ATOMIC_RELAXED))
-			gc_ps_need(false, gc_now_ns()); /* its time, for the age rule */
-		return first_direct(fd, datasync, origin);
-	}
 	/* a process made without atfork (_Fork, clone) shares or copied
 	 * state that is not its own: it touches none of it, but for the
 	 * intent log's step for such a child (its sync must stand against

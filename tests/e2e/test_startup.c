@@ -131,33 +131,6 @@ Test(startup, no_system_call_of_its_own)
 	free(gc);
 }
 
-/* A process that syncs once makes the system calls it makes under an empty
- * preload, and no other: its one request is its real call, with no
- * segment attached, no identity page, no pid namespace looked up (those
- * cost a maildrop delivery 4.8%: joining comes with a second request). */
-Test(startup, a_process_that_syncs_once_makes_its_calls_alone)
-{
-	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "sync", NULL };
-	char *base, *gc;
-
-	if (!have_strace())
-		cr_skip_test("strace is not installed");
-	base = trace_names(empty_preload(), NULL, argv, "strace1.empty");
-	gc = trace_names(e2e_libgc(), NULL, argv, "strace1.gc");
-	if (strcmp(gc, base)) {
-		size_t i = 0, from;
-
-		while (gc[i] && gc[i] == base[i])
-			i++;
-		from = i > 120 ? i - 120 : 0;
-		cr_expect_str_eq(gc, base,
-				 "the system calls differ at byte %zu: under libgc ...%.240s\nunder an empty preload ...%.240s",
-				 i, gc + from, base + from);
-	}
-	free(base);
-	free(gc);
-}
-
 /* "fork_faults child=C parent=P" of nosync's forks=N, under @pre. */
 static void fork_faults(const char *pre, const char *const *argv, long *child, long *parent)
 {
