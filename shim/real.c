@@ -12,18 +12,12 @@
 #undef _FORTIFY_SOURCE
 #include "shim/real.h"
 
-#include <dlfcn.h>
-#include <string.h>
-
 #include "core/next.h"
 #include "core/sys.h"
+#include "shim/shim.h"
 #include "shim/symhash.h"
 
-#define SYM(ret, name, params) +1
-enum { N = 0
-#include "shim/syms.def"
-};
-#undef SYM
+enum { N = GC_SYM_COUNT };
 
 GC_START struct gc_real gc_real;
 GC_START uint64_t gc_real_got[(N + 63) / 64];
@@ -54,6 +48,6 @@ void gc_real_resolve(void)
 	/* A name the tables do not hold up to libc costs a dlsym, which
 	 * allocates: libaio's io_submit is left to its first call. */
 	for (unsigned int i = 0; i < N; i++)
-		if (!gc_real_have(i) && strcmp(names[i], "io_submit"))
+		if (!gc_real_have(i) && i != GC_SYM_io_submit)
 			gc_real_one(i);
 }
