@@ -26,7 +26,7 @@ case ${1:-} in
 demo) need+=(fsmark) ;;
 bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
 recipes) need+=(python3 sqlite3 postgresql-15 postgresql-contrib redis-server redis-tools git
-		maildrop db5.3-util) ;;
+		maildrop db5.3-util fio) ;;
 compat) need+=(python3 libpython3.11-testsuite tcl8.6-dev) ;;
 layout) need+=(valgrind python3 sqlite3) ;;
 deb) need+=(debhelper dpkg-dev lintian libgc-dev) ;;
