@@ -46,6 +46,9 @@ struct gc_dirty_slot {
 	uint32_t s_state;		/* SLOT_* in dirty.c */
 	int32_t s_devi;			/* index in the device table */
 	uint32_t s_head, s_n;		/* ring of ranges under writeback */
+	uint64_t s_quiet_ino;		/* the file a sync request left with nothing
+					 * written through this number since (0: none;
+					 * a write clears it, atomic) */
 } __attribute__((aligned(64)));
 
 extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
@@ -77,6 +80,32 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	}
 	t = __atomic_load_n(&s->s_thresh, __ATOMIC_RELAXED);
 	return __builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0);
+}
+
+/* Whether a request may count a sync of inode @ino through @fd as one
+ * with nothing to write: the last sync request through @fd was of that
+ * file, and no write went through @fd since (gc_dirty_unquiet). A hint
+ * for the policy only: writes the library does not see (stdio's, mmap
+ * stores, another descriptor's or process's) are not counted. */
+static inline bool gc_dirty_quiet(int fd, uint64_t ino)
+{
+	return (unsigned)fd < GC_DIRTY_FDS && ino &&
+	       __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED) == ino;
+}
+
+/* A sync request of inode @ino through @fd, before its real call. */
+static inline void gc_dirty_set_quiet(int fd, uint64_t ino)
+{
+	if ((unsigned)fd < GC_DIRTY_FDS)
+		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, ino, __ATOMIC_RELAXED);
+}
+
+/* A write went through @fd (converted or not): not quiet any more. */
+static inline void gc_dirty_unquiet(int fd)
+{
+	if ((unsigned)fd < GC_DIRTY_FDS &&
+	    __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, 0, __ATOMIC_RELAXED);
 }
 
 /* A buffered write of @n > 0 bytes at @off (-1: the file position) went to

@@ -12,7 +12,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 19
+#define GC_DOM_VERSION 20
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4
@@ -21,8 +21,9 @@
 
 enum { T_FREE, T_RUNNING, T_COMMITTING, T_DONE };
 /* IS_DIR: the inode is a directory; IS_KEEP: a handle of it was handed
- * back once (gc_policy_defer) and is never handed back again */
-enum { IS_FSYNC = 1, IS_CLAIMED = 2, IS_DONE = 4, IS_DIR = 8, IS_KEEP = 16 };
+ * back once (gc_policy_defer) and is never handed back again; IS_CLEAN:
+ * its one handle is for a file with nothing to write (counted in t_clean) */
+enum { IS_FSYNC = 1, IS_CLAIMED = 2, IS_DONE = 4, IS_DIR = 8, IS_KEEP = 16, IS_CLEAN = 32 };
 
 struct gc_islot {
 	uint64_t is_ino;
@@ -75,7 +76,8 @@ struct gc_txn {
 	uint32_t t_live;	/* inode slots with handles at close */
 	uint32_t t_claimed;	/* of those, claimed by an owner */
 	uint32_t t_dirs_only;	/* at close: it syncs directories only */
-	uint32_t t_pad;
+	uint32_t t_clean;	/* joined for files with nothing to write, alone
+				 * on their inode: requests that share nothing */
 	uint64_t t_start_ns, t_deadline_ns, t_close_ns;
 	uint64_t t_lead_ns;	/* since when the leader could have decided */
 	struct gc_islot t_islots[GC_TXN_INODES];

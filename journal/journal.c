@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/devstats.h"
+#include "core/dirty.h"
 #include "core/fdtable.h"
 #include "core/log.h"
 #include "core/procstats.h"
@@ -189,9 +190,9 @@ static void mode_log(const struct gc_domain *d, uint64_t now, bool timed)
 			 (unsigned long long)(ps->ps_fb_call_ns / GC_NSEC_PER_USEC));
 	else if (ps->ps_oc_probe && ps->ps_oc_early && ps->ps_oc_paid)
 		snprintf(why, sizeof(why),
-			 "a probe, from the watch: grouping no longer evidently pays, %u%% of recent transactions waited for peers past a flush, %u.%u requests a transaction, the hold's last stretch %llu us a request",
-			 ps->ps_waited_x256 * 100 / 256, ps->ps_batch_x16 / 16,
-			 ps->ps_batch_x16 % 16 * 10 / 16,
+			 "a probe, from the watch: grouping no longer evidently pays, %u%% of recent transactions waited for peers past a flush, %u.%u requests a transaction with something to commit, the hold's last stretch %llu us a request",
+			 ps->ps_waited_x256 * 100 / 256, ps->ps_useful_x16 / 16,
+			 ps->ps_useful_x16 % 16 * 10 / 16,
 			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC));
 	else if (ps->ps_oc_probe && ps->ps_oc_early)
 		snprintf(why, sizeof(why),
@@ -200,9 +201,10 @@ static void mode_log(const struct gc_domain *d, uint64_t now, bool timed)
 			 (unsigned long long)(ps->ps_oc_other_ns / GC_NSEC_PER_USEC));
 	else if (ps->ps_oc_probe)
 		snprintf(why, sizeof(why),
-			 "a probe, from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, commits of %llu us",
+			 "a probe, from the outcome: held %llu us a request, %u%% of recent transactions waited for peers past a flush, %u.%u requests a transaction with something to commit, commits of %llu us",
 			 (unsigned long long)(ps->ps_oc_ref_ns / GC_NSEC_PER_USEC),
-			 ps->ps_waited_x256 * 100 / 256,
+			 ps->ps_waited_x256 * 100 / 256, ps->ps_useful_x16 / 16,
+			 ps->ps_useful_x16 % 16 * 10 / 16,
 			 (unsigned long long)(ps->ps_commit_ns / GC_NSEC_PER_USEC));
 	else
 		snprintf(why, sizeof(why),
@@ -639,7 +641,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	struct stat st;
 	uint64_t now, w, t1;
 	uint32_t kind;
-	bool owner = false, rejoined, alone;
+	bool owner = false, rejoined, alone, clean;
 	int r;
 
 	/* From here on this process is named to others (membership, handles,
@@ -667,6 +669,12 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 		return held_result(d, fd, begun, S_ISDIR(st.st_mode),
 				   direct_request(d, fs_flags(d), w, kind, fd, S_ISDIR(st.st_mode),
 						  datasync, gc_now_ns(), &t1));
+	/* A file with nothing written through this descriptor since its last
+	 * sync gains nothing from a shared commit: the policy counts such
+	 * requests apart (oc_grouping_pays). */
+	clean = S_ISREG(st.st_mode) && gc_dirty_quiet(fd, (uint64_t)st.st_ino);
+	if (S_ISREG(st.st_mode))
+		gc_dirty_set_quiet(fd, (uint64_t)st.st_ino);
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,
@@ -694,7 +702,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	for (rejoined = false;; rejoined = true) {
 		h = (struct gc_handle){ .h_fd = fd, .h_own = INT_MIN, .h_dom = d,
 					.h_tid = gc_gettid(), .h_pid = gc_getpid(),
-					.h_fs = fs_flags(d) };
+					.h_fs = fs_flags(d), .h_clean = clean };
 		if (!gc_domain_lock(d)) {
 			r = direct_noted(d, fd, datasync);
 			return held_result(d, fd, begun, S_ISDIR(st.st_mode),

@@ -157,7 +157,7 @@ void gc_txn_commit_end(struct gc_domain *d, struct gc_txn *t, uint64_t now)
 	 * 7 ms, against 0.1 ms in step); counted, one such commit closed the
 	 * hand-back for the rest of a run. */
 	struct gc_commit_sample cs = {
-		.cs_handles = t->t_joined, .cs_inodes = t->t_inodes,
+		.cs_handles = t->t_joined, .cs_clean = t->t_clean, .cs_inodes = t->t_inodes,
 		.cs_close = (enum gc_close_reason)t->t_close,
 		.cs_start_ns = t->t_start_ns, .cs_lead_ns = t->t_lead_ns,
 		.cs_close_ns = t->t_close_ns,
@@ -265,6 +265,8 @@ static void txn_defer(struct gc_domain *d, struct gc_txn *t)
 		s->is_seal = gc_result_seal(t->t_seq, s->is_ino, GC_REJOIN);
 		/* they are counted in the transaction they commit in */
 		t->t_joined -= s->is_handles < t->t_joined ? s->is_handles : t->t_joined;
+		if (s->is_flags & IS_CLEAN)
+			t->t_clean -= t->t_clean ? 1 : 0;
 	}
 }
 
@@ -649,6 +651,15 @@ bool gc_handle_join(struct gc_handle *h, uint64_t ino, bool datasync, bool dir, 
 	he->he_tid = h->h_tid;
 	he->he_slot = (uint32_t)slot;
 	he->he_used = 1;
+	/* a request that shares nothing: a file with nothing to write, alone
+	 * on it (a second request shares its real call) */
+	if (h->h_clean && !t->t_islots[slot].is_handles) {
+		t->t_islots[slot].is_flags |= IS_CLEAN;
+		t->t_clean++;
+	} else if (t->t_islots[slot].is_flags & IS_CLEAN) {
+		t->t_islots[slot].is_flags &= ~(uint32_t)IS_CLEAN;
+		t->t_clean -= t->t_clean ? 1 : 0;
+	}
 	t->t_islots[slot].is_handles++;
 	if (!datasync)
 		t->t_islots[slot].is_flags |= IS_FSYNC;

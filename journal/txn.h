@@ -24,6 +24,7 @@ struct gc_handle {
 	int32_t h_tid;
 	int32_t h_pid;
 	bool h_done;		/* left the transaction: nothing to undo */
+	bool h_clean;		/* a file with nothing to write when it joined */
 	int h_own;		/* own real call's result when this handle was owner */
 	uint32_t h_fs;		/* GC_FS_* of its filesystem (journal/fs.h) */
 	uint64_t h_close_ns;	/* its transaction's close, read at collect (0: unknown) */

@@ -70,7 +70,8 @@ struct gc_policy_state {
 	uint64_t ps_defer_seq;		/* transaction that last handed requests back */
 	uint64_t ps_dir_commit_ns;	/* EWMA (1/4) of commits of directories only */
 	uint32_t ps_dir_samples;
-	uint32_t ps_dir_pad;
+	uint32_t ps_useful_x16;		/* EWMA of handles per transaction of files
+					 * and directories with something to commit, x16 */
 	/* Processes that came (made a first request here) and came back (made
 	 * a second), both halved at GC_ONCE_WINDOW: gc_policy_proc_first. */
 	uint32_t ps_procs_new;
@@ -301,6 +302,7 @@ void gc_policy_proc_back(struct gc_policy_state *ps);
 /* A commit finished. */
 struct gc_commit_sample {
 	uint32_t cs_handles;		/* handles in the transaction */
+	uint32_t cs_clean;		/* of those, for files with nothing to write */
 	uint32_t cs_inodes;		/* distinct inodes */
 	enum gc_close_reason cs_close;
 	uint64_t cs_start_ns;		/* first handle joined */

@@ -67,6 +67,24 @@ Test(dirty, muldiv_as_128_bit_division)
 			}
 }
 
+/* A descriptor is quiet for the file its last sync request was of, until
+ * a write goes through it; another file on the number is not. */
+Test(dirty, quiet_until_a_write)
+{
+	gc_dirty_reset();
+	cr_expect_not(gc_dirty_quiet(5, 42), "never synced");
+	gc_dirty_set_quiet(5, 42);
+	cr_expect(gc_dirty_quiet(5, 42));
+	cr_expect_not(gc_dirty_quiet(5, 43), "another file on that number");
+	cr_expect_not(gc_dirty_quiet(6, 42), "another number");
+	cr_expect_not(gc_dirty_quiet(5, 0));
+	gc_dirty_unquiet(5);
+	cr_expect_not(gc_dirty_quiet(5, 42), "written since");
+	gc_dirty_set_quiet(GC_DIRTY_FDS, 42);
+	cr_expect_not(gc_dirty_quiet(GC_DIRTY_FDS, 42), "beyond the table: never");
+	gc_dirty_unquiet(-1);
+}
+
 Test(dirty, defaults)
 {
 	struct gc_dirty_cfg dc;

@@ -23,13 +23,16 @@ static struct gc_policy_cfg cfg(enum gc_policy_kind k)
 	return pc;
 }
 
+/* Of each commit's handles, how many were for files with nothing to write. */
+static uint32_t oc_clean;
+
 /* Records a finished commit whose real calls took @commit_ns after close. */
 static void commit(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
 		   uint64_t start, uint64_t close, uint64_t commit_ns,
 		   uint32_t handles, enum gc_close_reason why)
 {
 	struct gc_commit_sample cs = {
-		.cs_handles = handles, .cs_inodes = handles, .cs_close = why,
+		.cs_handles = handles, .cs_clean = oc_clean, .cs_inodes = handles, .cs_close = why,
 		.cs_start_ns = start, .cs_close_ns = close,
 		.cs_end_ns = close + commit_ns,
 	};
@@ -1789,6 +1792,28 @@ Test(outcome, grouping_that_gathers_nobody_is_probed)
 	cr_assert_lt(ps.ps_batch_x16, 24, "1.5 requests a commit (x16)");
 	cr_expect(oc_run(&ps, &pc, &t, 5 * MS), "a probe at the hold's end");
 	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
+}
+
+/* Transactions that gather every thread at once, closed by count, whose
+ * requests are mostly for files with nothing to write (fio syncing after
+ * its reads too) share next to no write: grouping does not evidently pay,
+ * and the hold ends in a probe of direct calls. With something to write in
+ * each, the same transactions are a storm, never probed. */
+Test(outcome, grouping_of_files_with_nothing_to_write_is_probed)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, s = T0;
+	struct gc_policy_state ps, storm = oc_open(&pc, s, GC_CLOSE_COUNT);
+
+	oc_clean = 7;
+	ps = oc_open(&pc, t, GC_CLOSE_COUNT);
+	cr_assert_geq(ps.ps_batch_x16, 8 * 16 - 8, "about 8 requests a commit");
+	cr_assert_lt(ps.ps_useful_x16, 24, "one of them with something to write (x16)");
+	cr_expect(oc_run(&ps, &pc, &t, 20 * MS), "a probe at the hold's end");
+	cr_expect(gc_policy_bypass(&ps, &pc, t), "of direct calls");
+	oc_clean = 0;
+	cr_expect_not(oc_run(&storm, &pc, &s, 20 * MS), "the storm: no probe");
+	cr_expect_not(gc_policy_bypass(&storm, &pc, s));
 }
 
 /* Closed by count, a transaction still waited for its peers past a flush
