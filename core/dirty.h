@@ -58,6 +58,16 @@ extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
  * positioned write used, -1 for write()/writev(). */
 void gc_dirty_slow(int fd, int64_t off, uint64_t n);
 
+/* A write went through @fd: not quiet any more (gc_dirty_synced). A
+ * converted descriptor's write says so before its request; the others'
+ * through gc_dirty_count. */
+static inline void gc_dirty_unquiet(int fd)
+{
+	if ((unsigned)fd < GC_DIRTY_FDS &&
+	    __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, 0, __ATOMIC_RELAXED);
+}
+
 /* The counting half of gc_dirty_wrote: true when the slow path is due. It
  * needs no configuration, so that a program's small writes (a shell's echo
  * to a pipe) never set the library up. */
@@ -69,6 +79,8 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	if ((unsigned)fd >= GC_DIRTY_FDS)
 		return false;
 	s = &gc_dirty_slots[fd];
+	if (__atomic_load_n(&s->s_quiet_ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->s_quiet_ino, 0, __ATOMIC_RELAXED);
 	p = __atomic_add_fetch(&s->s_pending, n, __ATOMIC_RELAXED);
 	if (off >= 0) {
 		uint64_t lo1 = __atomic_load_n(&s->s_lo1, __ATOMIC_RELAXED);
@@ -82,30 +94,16 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	return __builtin_expect(p >= (t ? t : GC_DIRTY_FIRST), 0);
 }
 
-/* Whether a request may count a sync of inode @ino through @fd as one
- * with nothing to write: the last sync request through @fd was of that
- * file, and no write went through @fd since (gc_dirty_unquiet). A hint
- * for the policy only: writes the library does not see (stdio's, mmap
- * stores, another descriptor's or process's) are not counted. */
-static inline bool gc_dirty_quiet(int fd, uint64_t ino)
+/* A sync request of inode @ino through @fd, before its real call: true
+ * when it has nothing to write as far as the library can tell (the last
+ * request through @fd was of that file, and no write went through @fd
+ * since); @fd is quiet for @ino from now on. A hint for the policy only:
+ * writes the library does not see (stdio's, mmap stores, another
+ * descriptor's or process's) are not counted. */
+static inline bool gc_dirty_synced(int fd, uint64_t ino)
 {
 	return (unsigned)fd < GC_DIRTY_FDS && ino &&
-	       __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED) == ino;
-}
-
-/* A sync request of inode @ino through @fd, before its real call. */
-static inline void gc_dirty_set_quiet(int fd, uint64_t ino)
-{
-	if ((unsigned)fd < GC_DIRTY_FDS)
-		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, ino, __ATOMIC_RELAXED);
-}
-
-/* A write went through @fd (converted or not): not quiet any more. */
-static inline void gc_dirty_unquiet(int fd)
-{
-	if ((unsigned)fd < GC_DIRTY_FDS &&
-	    __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED))
-		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, 0, __ATOMIC_RELAXED);
+	       __atomic_exchange_n(&gc_dirty_slots[fd].s_quiet_ino, ino, __ATOMIC_RELAXED) == ino;
 }
 
 /* A buffered write of @n > 0 bytes at @off (-1: the file position) went to

@@ -672,9 +672,7 @@ static int sync_grouped(int fd, bool datasync, uint64_t begun, struct gc_domain 
 	/* A file with nothing written through this descriptor since its last
 	 * sync gains nothing from a shared commit: the policy counts such
 	 * requests apart (oc_grouping_pays). */
-	clean = S_ISREG(st.st_mode) && gc_dirty_quiet(fd, (uint64_t)st.st_ino);
-	if (S_ISREG(st.st_mode))
-		gc_dirty_set_quiet(fd, (uint64_t)st.st_ino);
+	clean = S_ISREG(st.st_mode) && gc_dirty_synced(fd, (uint64_t)st.st_ino);
 	/* Multi-inode transactions: write our data back before joining, so the
 	 * real calls released together only have to commit. The wait reports
 	 * (and marks seen) a writeback error of this request's own description,

@@ -73,8 +73,6 @@ static int sync_fd(int fd, bool full, uintptr_t ra)
  * crossed. @off is the offset of a positioned write, -1 for the position. */
 static inline ssize_t dirty_after(int fd, int64_t off, ssize_t n, uint64_t token)
 {
-	if (n > 0)
-		gc_dirty_unquiet(fd);
 	if (n > 0 && likely(!(uint32_t)token) && likely(!gc_disabled)) {
 		gc_stat_add(bytes_buffered, (uint64_t)n);
 		/* configured only once the limiter has something to do; never

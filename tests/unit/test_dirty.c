@@ -72,16 +72,19 @@ Test(dirty, muldiv_as_128_bit_division)
 Test(dirty, quiet_until_a_write)
 {
 	gc_dirty_reset();
-	cr_expect_not(gc_dirty_quiet(5, 42), "never synced");
-	gc_dirty_set_quiet(5, 42);
-	cr_expect(gc_dirty_quiet(5, 42));
-	cr_expect_not(gc_dirty_quiet(5, 43), "another file on that number");
-	cr_expect_not(gc_dirty_quiet(6, 42), "another number");
-	cr_expect_not(gc_dirty_quiet(5, 0));
+	cr_expect_not(gc_dirty_synced(5, 42), "never synced");
+	cr_expect(gc_dirty_synced(5, 42));
+	cr_expect_not(gc_dirty_synced(6, 42), "another number");
+	cr_expect_not(gc_dirty_synced(5, 43), "another file on that number");
+	cr_expect_not(gc_dirty_synced(5, 0));
+	cr_expect_not(gc_dirty_synced(5, 42));
 	gc_dirty_unquiet(5);
-	cr_expect_not(gc_dirty_quiet(5, 42), "written since");
-	gc_dirty_set_quiet(GC_DIRTY_FDS, 42);
-	cr_expect_not(gc_dirty_quiet(GC_DIRTY_FDS, 42), "beyond the table: never");
+	cr_expect_not(gc_dirty_synced(5, 42), "written since (a converted write)");
+	gc_dirty_count(5, -1, 1);
+	cr_expect_not(gc_dirty_synced(5, 42), "written since (a counted write)");
+	cr_expect(gc_dirty_synced(5, 42));
+	cr_expect_not(gc_dirty_synced(GC_DIRTY_FDS, 42));
+	cr_expect_not(gc_dirty_synced(GC_DIRTY_FDS, 42), "beyond the table: never");
 	gc_dirty_unquiet(-1);
 }
 
