@@ -3,7 +3,10 @@
  * many times under two preload settings, run by run in alternation (A B,
  * B A, ...: each two runs an ABBA block), in pairs of N runs a side, and
  * prints each pair's ratio B / A and their median. A process is started
- * with posix_spawn and waited for, as a shell loop would, minus the shell. */
+ * with posix_spawn and waited for, as a shell loop would, minus the shell.
+ * Beside the wall time, each side's CPU time (the children's user and
+ * system time, from wait4): on busy CPUs, where every process waits for a
+ * core, that is what a library's work costs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,8 +38,9 @@ static void usage(FILE *f)
 		"  -k     pairs (9); within a pair the sides alternate run by run (ABBA...)\n"
 		"  -i     each run's standard input: FILE, opened anew (a mail for an MDA)\n"
 		"  -a/-b  an environment setting for side A/B only\n"
-		"Prints one line per pair (seconds for A, for B, B/A), then the median of B/A\n"
-		"and each side's median time per run.\n",
+		"Prints one line per pair (seconds for A, for B, B/A, and the same ratio of\n"
+		"CPU time), then the median of B/A, each side's median time per run, and the\n"
+		"median CPU ratio with each side's median CPU time per run.\n",
 		prog);
 }
 
@@ -69,9 +74,11 @@ static void make_env(struct side *s)
 
 static const char *input; /* -i */
 
-/* One run of @argv under @s: its wall time in seconds. */
-static double run_once(struct side *s, char **argv)
+/* One run of @argv under @s: its wall time in seconds; its CPU time (user
+ * and system) is added to @cpu. */
+static double run_once(struct side *s, char **argv, double *cpu)
 {
+	struct rusage ru;
 	static posix_spawn_file_actions_t fa;
 	static bool fa_made;
 	uint64_t t0;
@@ -93,15 +100,17 @@ static double run_once(struct side *s, char **argv)
 		fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(r));
 		exit(1);
 	}
-	while (waitpid(pid, &st, 0) < 0)
+	while (wait4(pid, &st, 0, &ru) < 0)
 		if (errno != EINTR) {
-			perror("waitpid");
+			perror("wait4");
 			exit(1);
 		}
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		fprintf(stderr, "%s: %s failed (status %d)\n", prog, argv[0], st);
 		exit(1);
 	}
+	*cpu += (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	return (double)(gc_now_ns() - t0) / 1e9;
 }
 
@@ -121,6 +130,8 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	static double ta[MAX_PAIRS], tb[MAX_PAIRS], ratio[MAX_PAIRS];
+	static double ca[MAX_PAIRS], cb[MAX_PAIRS], cratio[MAX_PAIRS];
+	double warm = 0;
 	struct side sa = { 0 }, sb = { 0 };
 	long runs = 200;
 	int pairs = 9, c, k;
@@ -178,29 +189,33 @@ int main(int argc, char **argv)
 	make_env(&sb);
 	argv += optind + 3;
 	/* one untimed run each: page cache, dynamic loader caches */
-	run_once(&sa, argv);
-	run_once(&sb, argv);
+	run_once(&sa, argv, &warm);
+	run_once(&sb, argv, &warm);
 	for (k = 0; k < pairs; k++) {
 		long i;
 
 		/* run by run, so that a drift of the machine's speed meets
 		 * both sides alike; the pair's first side alternates */
-		ta[k] = tb[k] = 0;
+		ta[k] = tb[k] = ca[k] = cb[k] = 0;
 		for (i = 0; i < runs; i++) {
 			if ((k + i) % 2) {
-				tb[k] += run_once(&sb, argv);
-				ta[k] += run_once(&sa, argv);
+				tb[k] += run_once(&sb, argv, &cb[k]);
+				ta[k] += run_once(&sa, argv, &ca[k]);
 			} else {
-				ta[k] += run_once(&sa, argv);
-				tb[k] += run_once(&sb, argv);
+				ta[k] += run_once(&sa, argv, &ca[k]);
+				tb[k] += run_once(&sb, argv, &cb[k]);
 			}
 		}
 		ratio[k] = tb[k] / ta[k];
-		printf("pair %d: A %.4f s  B %.4f s  B/A %.3f\n", k + 1, ta[k], tb[k], ratio[k]);
+		cratio[k] = ca[k] > 0 ? cb[k] / ca[k] : 0;
+		printf("pair %d: A %.4f s  B %.4f s  B/A %.3f  cpu ratio %.3f\n", k + 1, ta[k], tb[k],
+		       ratio[k], cratio[k]);
 		fflush(stdout);
 	}
 	printf("median B/A %.3f over %d pairs of %ld runs; per run: A %.1f us, B %.1f us\n",
 	       median(ratio, pairs), pairs, runs, median(ta, pairs) / (double)runs * 1e6,
 	       median(tb, pairs) / (double)runs * 1e6);
+	printf("median cpu ratio %.3f; cpu per run: A %.1f us, B %.1f us\n", median(cratio, pairs),
+	       median(ca, pairs) / (double)runs * 1e6, median(cb, pairs) / (double)runs * 1e6);
 	return 0;
 }
