@@ -189,7 +189,7 @@ help:
 	@echo 'make bench      base vs libgc vs policy=none vs fsync off (BENCH=smoke|quick|full)'
 	@echo 'make bench-ab   bare vs libgc on this disk, paired (sequential ABBA and concurrent), for small gaps'
 	@echo 'make bench-start what loading libgc costs a process that never syncs, against an empty preload'
-	@echo 'make recipes    real programs (SQLite, PostgreSQL, Redis, maildir, git, Berkeley DB) bare vs libgc on slow disks (root)'
+	@echo 'make recipes    real programs (SQLite, PostgreSQL, MariaDB, Redis, maildir, git, Berkeley DB, fio) bare vs libgc on slow disks (root)'
 	@echo 'make compat     Python'"'"'s and SQLite'"'"'s own test suites, bare and under libgc (~10 min)'
 	@echo 'make bench-dirty a cold-file reader vs one streaming writer, bare and libgc, with and without gcd (~3 min, root)'
 	@echo 'make bench-shapes the policy on 18 shapes of work, bare vs default vs none vs fixed waits (~1 h; SHAPES=quick ~10 min, root)'

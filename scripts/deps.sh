@@ -8,7 +8,8 @@
 #   deps.sh demo    and fs_mark
 #   deps.sh bench   and fs_mark, fio, sysbench, gnuplot
 #   deps.sh recipes the real programs of examples/recipes (SQLite, PostgreSQL,
-#                   Redis, git, a mail delivery agent, Berkeley DB tools)
+#                   MariaDB and sysbench, Redis, git, a mail delivery agent,
+#                   Berkeley DB tools, fio)
 #   deps.sh layout  what scripts/textorder.sh profiles with: valgrind, and
 #                   the programs it runs
 #   deps.sh deb     what make deb and tests/pkg/deb.sh need: debhelper and
@@ -26,7 +27,7 @@ case ${1:-} in
 demo) need+=(fsmark) ;;
 bench) need+=(fsmark fio sysbench gnuplot-nox) ;;
 recipes) need+=(python3 sqlite3 postgresql-15 postgresql-contrib redis-server redis-tools git
-		maildrop db5.3-util fio) ;;
+		maildrop db5.3-util fio mariadb-server sysbench) ;;
 compat) need+=(python3 libpython3.11-testsuite tcl8.6-dev) ;;
 layout) need+=(valgrind python3 sqlite3) ;;
 deb) need+=(debhelper dpkg-dev lintian libgc-dev) ;;

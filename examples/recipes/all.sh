@@ -6,7 +6,7 @@
 # them all on each filesystem in turn.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-list=${RECIPES:-sqlite postgres redis maildir git bdb fio}
+list=${RECIPES:-sqlite postgres mariadb redis maildir git bdb fio}
 out=${RECIPE_OUT:-/dev/null}
 rc=0
 child=
