@@ -257,6 +257,32 @@ r_measure() {
 	R_RATIO=${R_RATIO:--}
 }
 
+# r_measure_twice RUN REPORT [ARG...]: a server's two settings: r_measure
+# RUN as it is, then again with ARG... (no eatmydata run). The first's
+# medians, ratio and counted run's exit reports (the file REPORT) are kept
+# in R_OPS1, R_FL1, R_RATIO1 and $R_TMP/report.first.
+r_measure_twice() {
+	local run=$1 rep=$2 how
+	shift 2
+	r_measure "$run"
+	declare -gA R_OPS1=() R_FL1=()
+	for how in "${!R_OPS[@]}"; do
+		R_OPS1[$how]=${R_OPS[$how]} R_FL1[$how]=${R_FL[$how]}
+	done
+	R_RATIO1=$R_RATIO
+	cp "$rep" "$R_TMP/report.first"
+	R_EMD=0 r_measure "$run" "$@"
+}
+
+# r_rows_twice FLUSH LABEL1 LABEL2 REPORT CHECK: the two rows of
+# r_measure_twice, REPORT being the second's exit reports.
+r_rows_twice() {
+	r_row "$1" "$2" "${R_OPS1[bare]}" "${R_OPS1[libgc]}" "${R_OPS1[eatmydata]:-}" \
+		"$R_TMP/report.first" "${R_FL1[libgc]} (${R_FL1[bare]})" "$5" "$R_RATIO1"
+	r_row "$1" "$3" "${R_OPS[bare]}" "${R_OPS[libgc]}" "" \
+		"$4" "${R_FL[libgc]} (${R_FL[bare]})" "$5" "$R_RATIO"
+}
+
 # One table row per flush latency: brings the disk up, measures "$2 MODE"
 # (r_measure), and prints the row labelled $1.
 r_rows() {

@@ -113,19 +113,9 @@ for us in $R_FLUSHES; do
 	stop
 	# the servers' log of this disk's runs, for the check (appended to)
 	rm -f "$run_dir/server.err"
-	r_measure bench
-	declare -A ops=() fl=()
-	for how in "${!R_OPS[@]}"; do
-		ops[$how]=${R_OPS[$how]} fl[$how]=${R_FL[$how]}
-	done
-	ratio=$R_RATIO
-	cp "$run_dir/report.libgc" "$R_TMP/report.default"
-	R_EMD=0 r_measure bench --log-bin="$data/binlog" --server-id=1 --sync-binlog=1
-	chk=$(check)
-	r_row "$us" "oltp_write_only, $threads threads" "${ops[bare]}" "${ops[libgc]}" \
-		"${ops[eatmydata]:-}" "$R_TMP/report.default" "${fl[libgc]} (${fl[bare]})" "$chk" "$ratio"
-	r_row "$us" "  binary log, sync_binlog=1" "${R_OPS[bare]}" "${R_OPS[libgc]}" "" \
-		"$run_dir/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$chk" "$R_RATIO"
+	r_measure_twice bench "$run_dir/report.libgc" --log-bin="$data/binlog" --server-id=1 --sync-binlog=1
+	r_rows_twice "$us" "oltp_write_only, $threads threads" "  binary log, sync_binlog=1" \
+		"$run_dir/report.libgc" "$(check)"
 	r_disk_down
 done
 echo "ops/s: sysbench transactions a second (oltp_write_only: 4 writes each), --time=$T."

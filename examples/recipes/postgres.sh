@@ -102,19 +102,9 @@ CONF
 		r_die "pgbench -i failed"
 	stop
 	txns_total=0
-	r_measure bench
-	declare -A ops=() fl=()
-	for how in "${!R_OPS[@]}"; do
-		ops[$how]=${R_OPS[$how]} fl[$how]=${R_FL[$how]}
-	done
-	ratio=$R_RATIO
-	cp "$pgtmp/report.libgc" "$R_TMP/report.default"
-	R_EMD=0 r_measure bench -c commit_delay="$delay" -c commit_siblings="$siblings"
-	chk=$(check)
-	r_row "$us" "pgbench -N -c $clients -j 2, s=$scale" "${ops[bare]}" "${ops[libgc]}" \
-		"${ops[eatmydata]:-}" "$R_TMP/report.default" "${fl[libgc]} (${fl[bare]})" "$chk" "$ratio"
-	r_row "$us" "  with commit_delay=$delay sib=$siblings" "${R_OPS[bare]}" "${R_OPS[libgc]}" "" \
-		"$pgtmp/report.libgc" "${R_FL[libgc]} (${R_FL[bare]})" "$chk" "$R_RATIO"
+	r_measure_twice bench "$pgtmp/report.libgc" -c commit_delay="$delay" -c commit_siblings="$siblings"
+	r_rows_twice "$us" "pgbench -N -c $clients -j 2, s=$scale" \
+		"  with commit_delay=$delay sib=$siblings" "$pgtmp/report.libgc" "$(check)"
 	r_disk_down
 done
 echo "ops/s: pgbench tps (without initial connection time), -T $T."
