@@ -196,7 +196,7 @@ r_median() {
 	[ "$1" != -r ] || { range=1; shift; }
 	fmt=$1
 	shift
-	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+	printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g |
 		awk -v f="$fmt" -v range="$range" '{ v[NR] = $1 } END {
 			if (!NR) exit
 			printf f, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
@@ -259,8 +259,9 @@ r_measure() {
 
 # r_measure_twice RUN REPORT [ARG...]: a server's two settings: r_measure
 # RUN as it is, then again with ARG... (no eatmydata run). The first's
-# medians, ratio and counted run's exit reports (the file REPORT) are kept
-# in R_OPS1, R_FL1, R_RATIO1 and $R_TMP/report.first.
+# medians, ratio, runs' check and counted run's exit reports (the file
+# REPORT) are kept in R_OPS1, R_FL1, R_RATIO1, R_CHECK1 and
+# $R_TMP/report.first.
 r_measure_twice() {
 	local run=$1 rep=$2 how
 	shift 2
@@ -269,18 +270,22 @@ r_measure_twice() {
 	for how in "${!R_OPS[@]}"; do
 		R_OPS1[$how]=${R_OPS[$how]} R_FL1[$how]=${R_FL[$how]}
 	done
-	R_RATIO1=$R_RATIO
+	R_RATIO1=$R_RATIO R_CHECK1=$R_CHECK
 	cp "$rep" "$R_TMP/report.first"
 	R_EMD=0 r_measure "$run" "$@"
 }
 
 # r_rows_twice FLUSH LABEL1 LABEL2 REPORT CHECK: the two rows of
-# r_measure_twice, REPORT being the second's exit reports.
+# r_measure_twice, REPORT being the second's exit reports, CHECK the data's
+# check afterwards (a row whose runs failed says so instead).
 r_rows_twice() {
+	local c1=$5 c2=$5
+	[ "$R_CHECK1" = ok ] || c1=$R_CHECK1
+	[ "$R_CHECK" = ok ] || c2=$R_CHECK
 	r_row "$1" "$2" "${R_OPS1[bare]}" "${R_OPS1[libgc]}" "${R_OPS1[eatmydata]:-}" \
-		"$R_TMP/report.first" "${R_FL1[libgc]} (${R_FL1[bare]})" "$5" "$R_RATIO1"
+		"$R_TMP/report.first" "${R_FL1[libgc]} (${R_FL1[bare]})" "$c1" "$R_RATIO1"
 	r_row "$1" "$3" "${R_OPS[bare]}" "${R_OPS[libgc]}" "" \
-		"$4" "${R_FL[libgc]} (${R_FL[bare]})" "$5" "$R_RATIO"
+		"$4" "${R_FL[libgc]} (${R_FL[bare]})" "$c2" "$R_RATIO"
 }
 
 # One table row per flush latency: brings the disk up, measures "$2 MODE"

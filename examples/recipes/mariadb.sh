@@ -69,11 +69,14 @@ stop() {
 	wait
 }
 
-# bench MODE [options]: one sysbench run; sets OPS.
+# bench MODE [options]: one sysbench run; sets OPS (and CHECK where it failed).
 bench() {
 	local out
 	start "$@"
-	out=$(sb --time="$T" run 2>"$R_TMP/err") || { sed 's/^/    /' "$R_TMP/err" >&2; }
+	out=$(sb --time="$T" run 2>"$R_TMP/err") || {
+		sed 's/^/    /' "$R_TMP/err" >&2
+		CHECK="sysbench failed ($1)"
+	}
 	stop
 	OPS=$(sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' <<<"$out" | head -n 1)
 	OPS=$(printf '%.0f' "${OPS:-0}")
