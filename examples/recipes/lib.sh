@@ -151,11 +151,13 @@ r_label() {
 	[ "$R_FS" = ext4 ] && echo "$l" || echo "$l $R_FS"
 }
 
+# The table's header. A recipe whose runs are not $R_SECS long (a server's:
+# PostgreSQL's, MariaDB's) sets R_RUN_SECS to their length.
 R_FMT='| %-11s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
 r_header() {
 	echo
 	echo "$R_NAME: bare vs libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))" \
-		"on the slow disk, ${R_SECS} s runs$([ "$R_ROUNDS" = 1 ] ||
+		"on the slow disk, ${R_RUN_SECS:-$R_SECS} s runs$([ "$R_ROUNDS" = 1 ] ||
 			echo ", medians of $R_ROUNDS alternating pairs (ratio: median, lowest-highest pair)")"
 	# shellcheck disable=SC2059
 	printf "$R_FMT" flush workload "bare/s" "libgc/s" ratio "eatmydata" "syncs" "req/sync" "flushes" "check |"

@@ -19,6 +19,7 @@
 R_NAME=mariadb
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 T=${RECIPE_MARIADB_SECS:-5}
+R_RUN_SECS=$T # the header's run length
 threads=${RECIPE_MARIADB_THREADS:-8}
 rows=${RECIPE_MARIADB_ROWS:-10000}
 tables=4

@@ -14,6 +14,7 @@ R_NAME=postgres
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PGBIN=${RECIPE_PGBIN:-/usr/lib/postgresql/15/bin}
 T=${RECIPE_PG_SECS:-5}
+R_RUN_SECS=$T # the header's run length
 scale=${RECIPE_PG_SCALE:-4}
 clients=${RECIPE_PG_CLIENTS:-8}
 read -r delay siblings <<<"${RECIPE_PG_DELAY:-1000 5}"
