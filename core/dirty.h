@@ -58,14 +58,21 @@ extern struct gc_dirty_slot gc_dirty_slots[GC_DIRTY_FDS];
  * positioned write used, -1 for write()/writev(). */
 void gc_dirty_slow(int fd, int64_t off, uint64_t n);
 
-/* A write went through @fd: not quiet any more (gc_dirty_synced). A
- * converted descriptor's write says so before its request; the others'
- * through gc_dirty_count. */
+/* A write went through the descriptor of @s: not quiet any more
+ * (gc_dirty_synced). Read first, so that a write to a descriptor that was
+ * never synced leaves the slot's line as it is. */
+static inline void gc_dirty_slot_unquiet(struct gc_dirty_slot *s)
+{
+	if (__atomic_load_n(&s->s_quiet_ino, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->s_quiet_ino, 0, __ATOMIC_RELAXED);
+}
+
+/* The same for @fd: a converted descriptor's write says so before its
+ * request; the others' through gc_dirty_count. */
 static inline void gc_dirty_unquiet(int fd)
 {
-	if ((unsigned)fd < GC_DIRTY_FDS &&
-	    __atomic_load_n(&gc_dirty_slots[fd].s_quiet_ino, __ATOMIC_RELAXED))
-		__atomic_store_n(&gc_dirty_slots[fd].s_quiet_ino, 0, __ATOMIC_RELAXED);
+	if ((unsigned)fd < GC_DIRTY_FDS)
+		gc_dirty_slot_unquiet(&gc_dirty_slots[fd]);
 }
 
 /* The counting half of gc_dirty_wrote: true when the slow path is due. It
@@ -79,8 +86,7 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	if ((unsigned)fd >= GC_DIRTY_FDS)
 		return false;
 	s = &gc_dirty_slots[fd];
-	if (__atomic_load_n(&s->s_quiet_ino, __ATOMIC_RELAXED))
-		__atomic_store_n(&s->s_quiet_ino, 0, __ATOMIC_RELAXED);
+	gc_dirty_slot_unquiet(s);
 	p = __atomic_add_fetch(&s->s_pending, n, __ATOMIC_RELAXED);
 	if (off >= 0) {
 		uint64_t lo1 = __atomic_load_n(&s->s_lo1, __ATOMIC_RELAXED);
