@@ -155,8 +155,12 @@ r_label() {
 # PostgreSQL's, MariaDB's) sets R_RUN_SECS to their length.
 R_FMT='| %-11s | %-34s | %8s | %8s | %6s | %9s | %8s | %8s | %13s | %s\n'
 r_header() {
+	local what="libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+	# another library, or settings of the runs' own: the table is theirs
+	[ "$R_LIB" = "$R_ROOT/build/libgc.so" ] || what=$R_LIB
+	[ ${#R_GC_ENV[@]} -eq 0 ] || what+=" with ${R_GC_ENV[*]}"
 	echo
-	echo "$R_NAME: bare vs libgc ($(git -C "$R_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))" \
+	echo "$R_NAME: bare vs $what" \
 		"on the slow disk, ${R_RUN_SECS:-$R_SECS} s runs$([ "$R_ROUNDS" = 1 ] ||
 			echo ", medians of $R_ROUNDS alternating pairs (ratio: median, lowest-highest pair)")"
 	# shellcheck disable=SC2059

@@ -8,23 +8,26 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 n=0
-echo "1..3"
+echo "1..4"
 if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/fuse ] || [ ! -x build/tests/slowdisk/slowdiskd ]; then
-	for t in "a failed run's row" "a good run's row" "the median of no number"; do
+	for t in "a failed run's row" "a good run's row" "the median of no number" \
+		"the header names the library and settings"; do
 		ok "$t # SKIP lib.sh wants root, /dev/fuse and build/tests/slowdisk/slowdiskd"
 	done
 	exit 0
 fi
 
-# recipe SCRIPT: lib.sh sourced as a recipe, then SCRIPT; its output and
-# exit status in OUT and ST
+# recipe SCRIPT [VAR=VALUE...]: lib.sh sourced as a recipe, with those
+# settings, then SCRIPT; its output and exit status in OUT and ST
 recipe() {
-	OUT=$(env -u LD_PRELOAD RECIPE_ROUNDS=2 RECIPE_EMD=0 R_NAME=librecipe bash -c '
+	local script=$1
+	shift
+	OUT=$(env -u LD_PRELOAD RECIPE_ROUNDS=2 RECIPE_EMD=0 R_NAME=librecipe "$@" bash -c '
 		. examples/recipes/lib.sh
 		r_flushes() { echo 0; }
 		fails() { OPS=0 CHECK="the run failed ($1)"; }
 		works() { OPS=100; }
-		'"$1" 2>&1)
+		'"$script" 2>&1)
 	ST=$?
 }
 
@@ -47,3 +50,13 @@ recipe 'm=$(r_median -r %.2fx - "" x); echo "median=[$m]"'
 [ "$ST" -eq 0 ] && grep -q '^median=\[\]$' <<<"$OUT" &&
 	ok "the median of no number is nothing, and the recipe goes on" ||
 	not_ok "the median of no number" "status $ST" "$OUT"
+
+other=$(mktemp -d)
+cp build/libgc.so "$other/other.so"
+recipe r_header
+plain=$(grep -c 'bare vs libgc (' <<<"$OUT")
+recipe r_header RECIPE_LIB="$other/other.so" RECIPE_GC_ENV="LIBGC_POLICY=none LIBGC_DIRTY=off"
+[ "$plain" -eq 1 ] && grep -q "bare vs $other/other.so with LIBGC_POLICY=none LIBGC_DIRTY=off on" <<<"$OUT" &&
+	ok "the header names another library and the settings the runs add" ||
+	not_ok "the header names the library and settings" "libgc's defaults named $plain times" "$OUT"
+rm -rf "$other"
