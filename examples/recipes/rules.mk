@@ -12,7 +12,8 @@ compat: $(LIB)
 	$(Q)bash scripts/deps.sh compat
 	$(Q)bash examples/recipes/compat.sh
 
-# make test checks lib.sh's table code (a failed run shows in its row)
+# make test checks lib.sh's table code (a failed run shows in its row, the
+# header names the library and settings measured)
 # with a stand-in run: no program, no disk.
 TEST_SUITES += tests/tools/recipes.sh
 

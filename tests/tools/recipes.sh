@@ -3,8 +3,11 @@
 # The recipes' shared code (examples/recipes/lib.sh) reports a run that
 # fails: a row whose runs failed says so in its check column, and the
 # recipe then exits 1, rather than print 0 a second beside "ok", or end
-# before any row (the median of no number under pipefail). A stand-in run
-# function, no disk and no program: lib.sh is sourced as a recipe does.
+# before any row (the median of no number under pipefail). Its header
+# names what was measured against bare: another library (RECIPE_LIB) or
+# settings the runs add (RECIPE_GC_ENV) are not libgc's defaults. A
+# stand-in run function, no disk and no program: lib.sh is sourced as a
+# recipe does.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/tap.sh
 n=0
