@@ -399,11 +399,12 @@ static uint32_t hold_doubled(uint32_t hold)
  * holds; where it does not evidently pay (oc_grouping_pays), two
  * stretches of timed direct calls follow each hold, and whichever mode
  * answered the program's calls sooner on average, in the last stretch of
- * each, holds next. A direct hold ends in two grouped stretches, compared
- * the same way. Only the last stretch is measured: grouped, threads need
- * a few commits to come into step. Where grouping evidently pays (the
- * storms it wins), direct calls are never tried: a probe would knock
- * threads that share commits in step out of it. A stretch is stretch().
+ * each, holds next (probe_wins). A direct hold ends in two grouped
+ * stretches, compared the same way. Only the last stretch is measured:
+ * grouped, threads need a few commits to come into step. Where grouping
+ * evidently pays (the storms it wins), direct calls are never tried: a
+ * probe would knock threads that share commits in step out of it. A
+ * stretch is stretch().
  */
 
 void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
@@ -494,10 +495,10 @@ static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, 
  * stretches lost by). The next probe runs the loser for two stretches, at
  * (lose - win) / win more a request than the winner: the hold is long
  * enough that probing costs at most 1/GC_OC_BUDGET of the time, and no
- * longer (GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches). Modes that answer
- * alike cost nothing to probe and are compared again soon; a loser by 75%
+ * longer (GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches). A loser by 75%
  * (grouping that waits for threads pausing 5 ms, against direct calls) is
- * tried again only after the cap. */
+ * tried again only after the cap; one that answered alike, at twice the
+ * last hold (oc_end). */
 static uint32_t hold_for(uint64_t win, uint64_t lose)
 {
 	uint64_t h = win && lose > win ? sat_mul(2 * GC_OC_BUDGET, lose - win) / win : 0;
@@ -540,16 +541,12 @@ static uint64_t se2_us2(uint64_t n, uint64_t sum, uint64_t sq)
 	return var < 1e18 ? (uint64_t)var : UINT64_MAX;
 }
 
-/* A probe that answered sooner on average than the held mode's @ref takes
- * its place outright where the held mode was the device's first choice;
- * where it won a comparison, only by more than twice the standard error of
- * the difference. A single stretch of the probe is a few dozen requests,
- * whose mean moves by a tenth from one stretch to the next at the same
- * work (8 threads pausing 2 ms between appends: direct 5.4 and 6.2 ms a
- * request in two stretches, grouped 5.8-6.9): a probe that read the
- * noise as a win held the losing mode for a whole hold. Requests that
- * shared a commit are not independent, so the error is understated; two
- * of them is the margin. */
+/* Is @mean sooner than @ref by more than twice the standard error of the
+ * difference (their errors squared @se2, @ref_se2)? A single stretch is a
+ * few dozen requests, whose mean moves by a tenth from one stretch to the
+ * next at the same work (8 threads pausing 2 ms between appends: direct
+ * 5.4 and 6.2 ms a request in two stretches, grouped 5.8-6.9): read as a
+ * win, that noise held the losing mode for a whole hold. */
 static bool sooner_beyond_noise(uint64_t mean, uint64_t se2, uint64_t ref, uint64_t ref_se2)
 {
 	double d;
@@ -560,11 +557,49 @@ static bool sooner_beyond_noise(uint64_t mean, uint64_t se2, uint64_t ref, uint6
 	return d * d > 4.0 * ((double)se2 + (double)ref_se2);
 }
 
-static bool oc_beyond_noise(const struct gc_policy_state *ps, uint64_t mean, uint64_t se2)
+/* @se2 of a mean of @mode's requests, counted by commits where grouped:
+ * the requests of one commit are answered together (times the requests a
+ * transaction; counted by requests, a stretch of the noise of 16 threads
+ * pausing 2 ms read as grouping that lost, and they ran 1.0x bare on
+ * direct calls where held grouped they ran 1.1x). */
+static uint64_t mode_se2(const struct gc_policy_state *ps, uint32_t mode, uint64_t se2)
 {
+	if (mode == GC_FB_GROUP && se2 != UINT64_MAX && ps->ps_batch_x16 > 16)
+		return sat_mul(se2, ps->ps_batch_x16) / 16;
+	return se2;
+}
+
+/* Did @mode's requests, answered in @mean on average (@se2), answer
+ * sooner than the other mode's @ref (@ref_se2), beyond the noise? */
+static bool sooner(const struct gc_policy_state *ps, uint32_t mode, uint64_t mean, uint64_t se2,
+		   uint64_t ref, uint64_t ref_se2)
+{
+	return sooner_beyond_noise(mean, mode_se2(ps, mode, se2), ref, mode_se2(ps, !mode, ref_se2));
+}
+
+/* Does a probe of @mode, answered in @mean (@se2), take the place of the
+ * held mode's @ref (@ref_se2)? Where grouping shares nothing (its
+ * transactions gather fewer than the serial rule's 1.5 requests with
+ * something to commit), it cannot win but by the noise, and can only add
+ * its own work: it takes the place of direct calls only where it answered
+ * sooner beyond the noise, and direct calls take its place unless it did
+ * (a tie goes to direct calls). PostgreSQL's backends, whose lock lets one
+ * flush the log at a time, send one request a transaction: grouped, about
+ * 6% slower, within the noise of a stretch; with ties kept by the mode
+ * that held, grouped a third of the time. Where grouping shares, a probe
+ * takes the place of the device's first choice on its mean alone (threads
+ * pausing 5 ms between SQLite-DELETE-like transactions on the 4 ms disk:
+ * 1.09-1.17x bare grouped, within a stretch's noise of direct calls); of
+ * a mode that won a comparison, only beyond the noise. */
+static bool probe_wins(const struct gc_policy_state *ps, uint32_t mode, uint64_t mean, uint64_t se2,
+		       uint64_t ref, uint64_t ref_se2)
+{
+	if (ps->ps_useful_x16 < GC_SERIAL_BATCH_X16)
+		return mode == GC_FB_GROUP ? sooner(ps, mode, mean, se2, ref, ref_se2)
+					   : !sooner(ps, !mode, ref, ref_se2, mean, se2);
 	if (!ps->ps_oc_chosen)
-		return mean < ps->ps_oc_ref_ns;
-	return sooner_beyond_noise(mean, se2, ps->ps_oc_ref_ns, ps->ps_oc_ref_se2);
+		return mean < ref;
+	return sooner_beyond_noise(mean, se2, ref, ref_se2);
 }
 
 /* The requests measured since measure_from(): how many (returned), their
@@ -597,25 +632,16 @@ static bool oc_watch(struct gc_policy_state *ps, uint32_t mode, uint64_t now)
 	uint64_t sq = __atomic_load_n(&ps->ps_oc_lat_sq, __ATOMIC_RELAXED);
 	uint64_t sn = n - ps->ps_oc_mark_n, ssum = sum - ps->ps_oc_mark_ns;
 	uint64_t mean = sn && sn <= n ? ssum / sn : 0, se2 = se2_us2(sn, ssum, sq - ps->ps_oc_mark_sq);
-	uint64_t next = now + stretch(ps), cl2;
+	uint64_t next = now + stretch(ps);
 	uint64_t end = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) +
 		       __atomic_load_n(&ps->ps_oc_len, __ATOMIC_RELAXED);
 
 	ps->ps_oc_mark_n = n;
 	ps->ps_oc_mark_ns = sum;
 	ps->ps_oc_mark_sq = sq;
-	/* grouped, the requests of one commit are answered together: a
-	 * stretch holds as many samples as commits, not requests (the
-	 * error squared times the requests a transaction; counted by
-	 * requests, the watch read a stretch of the noise of threads that
-	 * pause 2 ms as grouping lost, and 16 of them ran 1.0x bare on
-	 * direct calls where held grouped they ran 1.1x) */
-	cl2 = se2;
-	if (mode == GC_FB_GROUP && se2 != UINT64_MAX && ps->ps_batch_x16 > 16)
-		cl2 = sat_mul(se2, ps->ps_batch_x16) / 16;
 	if (mean && !(mode == GC_FB_GROUP && oc_grouping_pays(ps)) &&
 	    (ps->ps_oc_paid ||
-	     sooner_beyond_noise(ps->ps_oc_other_ns, ps->ps_oc_other_se2, mean, cl2))) {
+	     sooner(ps, !mode, ps->ps_oc_other_ns, ps->ps_oc_other_se2, mean, se2))) {
 		ps->ps_oc_last_ns = mean;
 		oc_probe(ps, !mode, mean, se2, now);
 		ps->ps_oc_early = 1;
@@ -677,14 +703,18 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		oc_probe(ps, !mode, mean, se2, now);
 		return true;
 	}
-	/* a probe ended: its mode holds if it answered sooner, beyond the
-	 * noise where the held mode had won before */
-	if (n && oc_beyond_noise(ps, mean, se2))
+	/* a probe ended: its mode holds if it won (probe_wins); else the
+	 * held mode, for twice its last hold at least: a probe that keeps
+	 * not winning is tried half as often each time */
+	if (n && probe_wins(ps, mode, mean, se2, ps->ps_oc_ref_ns, ps->ps_oc_ref_se2)) {
 		oc_hold(ps, pc, mode, hold_for(mean, ps->ps_oc_ref_ns), ps->ps_oc_ref_ns,
 			ps->ps_oc_ref_se2, false, now);
-	else
-		oc_hold(ps, pc, !mode, hold_for(ps->ps_oc_ref_ns, n && all > mean ? all : mean),
-			n ? mean : 0, se2, false, now);
+	} else {
+		uint32_t h = hold_for(ps->ps_oc_ref_ns, n && all > mean ? all : mean);
+		uint32_t twice = hold_doubled(ps->ps_oc_hold);
+
+		oc_hold(ps, pc, !mode, h > twice ? h : twice, n ? mean : 0, se2, false, now);
+	}
 	if (n)
 		ps->ps_oc_chosen = 1;
 	return true;
@@ -758,10 +788,10 @@ bool gc_policy_epoch_end(struct gc_policy_state *ps, const struct gc_policy_cfg 
 	 * threads seen on direct calls waited for, and the outcome checked
 	 * as where a source knows the device. Grouping starts as a probe
 	 * against this epoch's direct calls: they are what the program got
-	 * so far, and grouping holds only if it answers sooner. (Threads
-	 * whose transactions sync files and directories start grouping here
-	 * a step apart; gathered at once, never waiting, that grouping looks
-	 * as if it paid, and held, it ran 0.86-0.95x bare.) */
+	 * so far, and grouping holds only if it answers sooner (probe_wins).
+	 * (Threads whose transactions sync files and directories start
+	 * grouping here a step apart; gathered at once, never waiting, that
+	 * grouping looks as if it paid, and held, it ran 0.86-0.95x bare.) */
 	timed = __atomic_load_n(&ps->ps_oc_start, __ATOMIC_RELAXED) ==
 		__atomic_load_n(&ps->ps_fb_epoch_start, __ATOMIC_RELAXED);
 	n = measured(ps, &mean, &se2);
