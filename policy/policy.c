@@ -497,8 +497,9 @@ static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, 
  * enough that probing costs at most 1/GC_OC_BUDGET of the time, and no
  * longer (GC_FB_HOLD_MIN to GC_FB_HOLD_MAX stretches). A loser by 75%
  * (grouping that waits for threads pausing 5 ms, against direct calls) is
- * tried again only after the cap; one that answered alike, at twice the
- * last hold (oc_end). */
+ * tried again only after the cap; one that answered alike, soon, but
+ * where grouping shares nothing: there, after twice the last hold
+ * (oc_end). */
 static uint32_t hold_for(uint64_t win, uint64_t lose)
 {
 	uint64_t h = win && lose > win ? sat_mul(2 * GC_OC_BUDGET, lose - win) / win : 0;
