@@ -507,6 +507,14 @@ static uint32_t hold_for(uint64_t win, uint64_t lose)
 	return h < GC_FB_HOLD_MIN ? GC_FB_HOLD_MIN : h > GC_FB_HOLD_MAX ? GC_FB_HOLD_MAX : (uint32_t)h;
 }
 
+/* Do grouped transactions gather next to nobody with something to commit
+ * (fewer than the serial rule's 1.5 requests)? Then grouping shares
+ * nothing: oc_grouping_pays, probe_wins and oc_end's hold ask. */
+static bool shares_nothing(const struct gc_policy_state *ps)
+{
+	return ps->ps_useful_x16 < GC_SERIAL_BATCH_X16;
+}
+
 /* Does grouping evidently pay, so that direct calls need no probe? Not
  * where one transaction in 8 or more (an EWMA of 1/8) waited for peers:
  * closed by its timeout, or by count but past a flush after it could
@@ -525,7 +533,7 @@ static uint32_t hold_for(uint64_t win, uint64_t lose)
  * each with something to commit. */
 static bool oc_grouping_pays(const struct gc_policy_state *ps)
 {
-	return ps->ps_waited_x256 < 256 / 8 && ps->ps_useful_x16 >= GC_SERIAL_BATCH_X16;
+	return ps->ps_waited_x256 < 256 / 8 && !shares_nothing(ps);
 }
 
 /* The standard error of a mean of @n latencies summing @sum ns, their
@@ -595,7 +603,7 @@ static bool sooner(const struct gc_policy_state *ps, uint32_t mode, uint64_t mea
 static bool probe_wins(const struct gc_policy_state *ps, uint32_t mode, uint64_t mean, uint64_t se2,
 		       uint64_t ref, uint64_t ref_se2)
 {
-	if (ps->ps_useful_x16 < GC_SERIAL_BATCH_X16)
+	if (shares_nothing(ps))
 		return mode == GC_FB_GROUP ? sooner(ps, mode, mean, se2, ref, ref_se2)
 					   : !sooner(ps, !mode, ref, ref_se2, mean, se2);
 	if (!ps->ps_oc_chosen)
@@ -718,7 +726,7 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		uint32_t h = hold_for(ps->ps_oc_ref_ns, n && all > mean ? all : mean);
 		uint32_t twice = hold_doubled(ps->ps_oc_hold);
 
-		if (ps->ps_useful_x16 < GC_SERIAL_BATCH_X16 && twice > h)
+		if (shares_nothing(ps) && twice > h)
 			h = twice;
 		oc_hold(ps, pc, !mode, h, n ? mean : 0, se2, false, now);
 	}

@@ -2143,10 +2143,10 @@ Test(outcome, a_tie_goes_to_direct_calls)
 
 /* Where grouping shares (here 8 requests a commit, each with something
  * to commit), a probe that answers sooner takes the place of the
- * device's first choice on its mean alone; of a mode that won a comparison, only by more
- * than twice the standard error of the difference. Here each request is
- * 5 ms longer or shorter than the mean, by turns: a stretch's mean is
- * known to about a millisecond. */
+ * device's first choice on its mean alone; of a mode that won a
+ * comparison, only by more than twice the standard error of the
+ * difference. Here each request is 5 ms longer or shorter than the
+ * mean, by turns: a stretch's mean is known to about a millisecond. */
 Test(outcome, a_probe_displaces_a_chosen_mode_only_beyond_the_noise)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
