@@ -370,8 +370,9 @@ static void handle_cancelled(void *arg)
 /* A sync thread that ended (its process too, for a peer) is not waited
  * for: programs that start a process per delivery or per commit (mail
  * agents, git) otherwise leave a count of recent threads no transaction
- * can reach. A tid is looked up with kill(tid, 0), at most every
- * GC_FORGET_NS per thread, with j_lock held. */
+ * can reach. Looked for only by a leader the policy told to wait (a count
+ * matters only then), at most every GC_FORGET_NS per thread, a tid with
+ * kill(tid, 0), with j_lock held. Returns whether any was forgotten. */
 #define GC_FORGET_NS (5 * GC_NSEC_PER_MSEC)
 static __thread uint64_t gc_forgot_ns __attribute__((tls_model("initial-exec")));
 
@@ -380,15 +381,17 @@ static bool tid_gone(int32_t tid)
 	return tid > 0 && syscall(SYS_kill, tid, 0) < 0 && errno == ESRCH;
 }
 
-static void forget_gone(struct gc_domain *d, uint64_t now)
+static bool forget_gone(struct gc_domain *d, uint64_t now)
 {
 	int e = errno;
+	uint32_t n;
 
 	if (now - gc_forgot_ns < GC_FORGET_NS)
-		return;
+		return false;
 	gc_forgot_ns = now;
-	gc_policy_forget(&d->j_policy, tid_gone);
+	n = gc_policy_forget(&d->j_policy, tid_gone);
 	errno = e;
+	return n > 0;
 }
 
 /* Sleeps until woken, @deadline, or the next look for dead peers: on the
@@ -462,8 +465,9 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					tv.tv_start_ns = t->t_start_ns;
 					tv.tv_free_ns = t->t_lead_ns;
 					tv.tv_leader_new_writer = t->t_leader_new_writer;
-					forget_gone(d, now);
 					dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
+					if (dec.d_close == GC_CLOSE_NONE && forget_gone(d, now))
+						dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
 					if (dec.d_close != GC_CLOSE_NONE) {
 						txn_close(d, t, dec.d_close, now);
 						continue;

@@ -109,7 +109,7 @@ static uint32_t recent_n(const struct gc_policy_state *ps)
 	return n < GC_RECENT_MAX ? n : GC_RECENT_MAX;
 }
 
-void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
+uint32_t gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 {
 	uint32_t i, j, n = recent_n(ps);
 
@@ -117,6 +117,7 @@ void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid))
 		if (!gone(ps->ps_recent[i].r_tid))
 			ps->ps_recent[j++] = ps->ps_recent[i];
 	ps->ps_recent_n = j;
+	return n - j;
 }
 
 bool gc_policy_check(const struct gc_policy_state *ps)

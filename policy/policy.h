@@ -241,8 +241,9 @@ void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
  * ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);
 /* Forgets the recent sync threads for which @gone(tid) is true (threads,
- * or whole processes, that ended): nobody waits for them. */
-void gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid));
+ * or whole processes, that ended): nobody waits for them. Returns how
+ * many it forgot. */
+uint32_t gc_policy_forget(struct gc_policy_state *ps, bool (*gone)(int32_t tid));
 
 enum gc_close_reason {
 	GC_CLOSE_NONE = 0,	/* keep waiting */

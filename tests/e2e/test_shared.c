@@ -870,3 +870,39 @@ Test(shared, a_ring_kept_by_dead_handles_beside_a_live_member)
 	processes_share("a ring kept by dead handles, a live member", false);
 	leave_segment(d);
 }
+
+/* A sync thread that ended is not waited for: a thread syncs and ends,
+ * then the main thread syncs. Its process lives on, so nothing leaves the
+ * domain at the thread's end; the leader looks for ended threads when the
+ * policy tells it to wait, and decides again without them. Under the
+ * adaptive head count (grouped, no probes) and under PostgreSQL's rule
+ * (wait while a sibling syncs), the main thread's transaction closes at
+ * once, not by its timeout. */
+Test(shared, an_ended_thread_is_not_waited_for)
+{
+	static const char *const how[][2] = {
+		{ "LIBGC_POLICY=adaptive", "LIBGC_PROBE=0" },
+		{ "LIBGC_POLICY=siblings", "LIBGC_SIBLINGS=1" },
+	};
+	const char *argv[] = { e2e_prog("threadgone"), e2e_dir(), NULL };
+
+	for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		char rep[300], tag[32];
+		const char *env[] = { how[i][0], how[i][1], "LIBGC_WAIT_US=300000", rep, NULL };
+		unsigned long long now = 0, timeout = 0;
+		struct e2e_run r;
+		char *text;
+
+		snprintf(tag, sizeof(tag), "report.%zu", i);
+		snprintf(rep, sizeof(rep), "LIBGC_REPORT=%s", e2e_path(tag));
+		e2e_run(&r, PRE_GC, env, 60, argv);
+		e2e_expect_ok(&r, how[i][0]);
+		text = e2e_slurp(e2e_path(tag));
+		cr_expect(e2e_report_get(text, r.pid, "close_immediate", &now) &&
+				  e2e_report_get(text, r.pid, "close_timeout", &timeout) &&
+				  now == 2 && timeout == 0,
+			  "%s: the ended thread was waited for:\n%s", how[i][0], text);
+		free(text);
+		e2e_run_free(&r);
+	}
+}

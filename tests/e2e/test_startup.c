@@ -684,6 +684,38 @@ Test(startup, one_system_call_a_direct_request)
 	}
 }
 
+/* A grouped request whose transaction closes at once looks for no ended
+ * thread: that look (kill(tid, 0) for each recent sync thread, under the
+ * domain's lock) matters only to a transaction that would wait for them.
+ * 300 requests, each its own transaction (LIBGC_POLICY=fixed with no
+ * wait), checked grouped by the exit report. */
+Test(startup, no_look_for_ended_threads_without_a_wait)
+{
+	char envdir[300], rep[300];
+	const char *env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=0", envdir, NULL };
+	const char *renv[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=0", envdir, rep, NULL };
+	const char *argv[] = { e2e_prog("nosync"), e2e_dir(), "syncs=300", NULL };
+	struct e2e_run r;
+	long kills;
+	unsigned long long n = 0;
+	char *text;
+
+	if (!have_strace())
+		cr_skip_test("strace is not installed");
+	mkdir(e2e_path("shm1"), 0700);
+	snprintf(envdir, sizeof(envdir), "LIBGC_STATS_DIR=%s", e2e_path("shm1"));
+	snprintf(rep, sizeof(rep), "LIBGC_REPORT=%s", e2e_path("report"));
+	e2e_run(&r, PRE_GC, renv, 60, argv);
+	e2e_expect_ok(&r, "nosync");
+	text = e2e_slurp(e2e_path("report"));
+	cr_assert(e2e_report_get(text, r.pid, "committed", &n) && n == 300,
+		  "the requests were not grouped (committed=%llu):\n%s", n, text);
+	free(text);
+	e2e_run_free(&r);
+	kills = trace_count(e2e_libgc(), env, argv, "k.gc", "kill");
+	cr_expect(kills <= 0, "%ld kill() calls for 300 requests that waited for nobody", kills);
+}
+
 /* Nothing of the library's runs at load but its own constructor. libgcc's
  * CPU model, which __builtin_cpu_supports links in, brings a constructor
  * of its own that executes CPUID several times in every process, whether

@@ -1175,8 +1175,9 @@ Test(adaptive, ended_threads_are_forgotten)
 	for (int32_t tid = 1; tid <= 8; tid++)
 		gc_policy_arrive(&ps, &pc, tid, T0);
 	cr_assert_eq(gc_policy_active(&ps, T0), 8);
-	gc_policy_forget(&ps, odd_gone);
+	cr_expect_eq(gc_policy_forget(&ps, odd_gone), 4, "forgot other than the 4 ended");
 	cr_expect_eq(gc_policy_active(&ps, T0), 4);
+	cr_expect_eq(gc_policy_forget(&ps, odd_gone), 0, "forgot the living");
 	for (uint32_t i = 0; i < ps.ps_recent_n; i++)
 		cr_expect_eq(ps.ps_recent[i].r_tid % 2, 0, "tid %d kept", ps.ps_recent[i].r_tid);
 	/* a count out of range (scribbled segment) stays inside the array */
