@@ -300,7 +300,10 @@ static void txn_close(struct gc_domain *d, struct gc_txn *t, enum gc_close_reaso
 	t->t_claimed = 0;
 	d->j_committing = (int32_t)(t - d->j_txns);
 	d->j_running = GC_NONE;
-	__atomic_store_n(&d->j_multi, live > 1, __ATOMIC_RELAXED);
+	/* staging concerns files: a commit of directories alone says nothing
+	 * of the next files' */
+	if (live > dirs)
+		__atomic_store_n(&d->j_multi, live > 1, __ATOMIC_RELAXED);
 	if (why == GC_CLOSE_COUNT)
 		gc_stat_inc(close_count);
 	else if (why == GC_CLOSE_TIMEOUT)

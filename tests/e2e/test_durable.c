@@ -309,6 +309,35 @@ Test(durable, stage_modes)
 	durable_case(policy("adaptive"), always, "fdatasync", "shared", 8, 1, 4, &s);
 }
 
+/* Staging (LIBGC_STAGE=auto) follows the last commit that carried files:
+ * threads that sync their file and then their shared directory, in rounds
+ * a long fixed wait keeps in step, commit their files together and then
+ * the directory alone. The directory's commit says nothing of the files
+ * that follow it, and must not switch their staging off (it did: a spool
+ * of 8 threads on the 4 ms disk then ran 280 transactions a second, or 400
+ * when its files happened to be staged). Every round's files but the
+ * first's follow a commit of several files. */
+Test(durable, a_directory_commit_leaves_staging_to_the_files)
+{
+	const char *env[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=50000", "LIBGC_SHARE=process",
+			      "LIBGC_REPORT=kv", NULL };
+	const char *argv[] = { e2e_prog("stepoff"), e2e_dir(), "4", "5", "0", NULL };
+	struct spy_summary s;
+	struct e2e_run r;
+	long staged;
+
+	e2e_run_spied(&r, &s, PRE_SPY_GC, env, 60, argv, "stepoff");
+	e2e_expect_ok(&r, "stepoff");
+	cr_expect_eq(s.s_violations, 0, "%zu requests reported durable without a covering real call",
+		     s.s_violations);
+	staged = e2e_out_long(r.err, "staged");
+	/* 4 threads, rounds 2 to 5: 16 (a thread late for its round's commit
+	 * may miss some) */
+	cr_expect_geq(staged, 12, "%ld of 16 file requests staged after a commit of 4 files",
+		      staged);
+	e2e_run_free(&r);
+}
+
 struct eio_param {
 	char policy[16];
 	char mode[16];
