@@ -578,8 +578,8 @@ Test(durable, processes_that_sync_once_make_their_real_call_at_once)
  * call takes 8 ms, long beside a thread's wait for a CPU on a busy
  * machine: at 2 ms, with two spinning programs beside the test, the
  * threads fell out of step with the library before and after a change
- * alike, and most runs of the test below failed (1 of 5 passed; at 8 ms,
- * 5 of 5 and 4 of 5). */
+ * alike, and most runs of the test below failed (3 of 10 and 1 of 10
+ * passed; at 8 ms, 5 of 5 and 4 of 5). */
 #define SO_THREADS 6
 #define SO_WARM 3
 #define SO_ROUNDS 60
