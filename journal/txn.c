@@ -468,6 +468,7 @@ static int handle_run(struct gc_handle *h, uint64_t ino)
 					tv.tv_start_ns = t->t_start_ns;
 					tv.tv_free_ns = t->t_lead_ns;
 					tv.tv_leader_new_writer = t->t_leader_new_writer;
+					tv.tv_leader = h->h_tid;
 					dec = gc_policy_decide(&d->j_policy, pc, &tv, now);
 					if (dec.d_close == GC_CLOSE_NONE && forget_gone(d, now))
 						dec = gc_policy_decide(&d->j_policy, pc, &tv, now);

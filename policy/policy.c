@@ -137,7 +137,20 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 	ps->ps_last_sync_tid = tid;
 	for (i = 0; i < n; i++) {
 		if (ps->ps_recent[i].r_tid == tid) {
-			ps->ps_recent[i].r_seen_ns = now;
+			uint32_t gap = ps->ps_commit_samples - ps->ps_recent[i].r_seq;
+
+			/* a sighting older than the last (seen_fold) is no gap;
+			 * nor are direct calls, which commit nothing */
+			if (now > ps->ps_recent[i].r_seen_ns) {
+				ps->ps_recent[i].r_seen_ns = now;
+				ps->ps_recent[i].r_out = 0;
+				if (gap)
+					ps->ps_recent[i].r_every_x16 = (uint32_t)ewma4(
+						ps->ps_recent[i].r_every_x16,
+						16ULL * (gap < 1024 ? gap : 1024),
+						!ps->ps_recent[i].r_every_x16);
+				ps->ps_recent[i].r_seq = ps->ps_commit_samples;
+			}
 			return new_writer;
 		}
 		if (ps->ps_recent[i].r_seen_ns < ps->ps_recent[oldest].r_seen_ns)
@@ -148,6 +161,9 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 	ps->ps_recent_n = n;
 	ps->ps_recent[oldest].r_tid = tid;
 	ps->ps_recent[oldest].r_seen_ns = now;
+	ps->ps_recent[oldest].r_seq = ps->ps_commit_samples;
+	ps->ps_recent[oldest].r_every_x16 = 0;
+	ps->ps_recent[oldest].r_out = 0;
 	return new_writer;
 }
 
@@ -157,7 +173,31 @@ uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 	uint32_t i, n = 0, k = recent_n(ps);
 
 	for (i = 0; i < k; i++)
-		if (ps->ps_recent[i].r_seen_ns + w >= now)
+		if (ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out)
+			n++;
+	return n;
+}
+
+uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int32_t leader)
+{
+	uint32_t every[GC_RECENT_MAX], i, j, m = 0, n = 0, k = recent_n(ps), limit;
+	uint64_t w = stretch(ps);
+
+	/* the recent threads' paces, sorted (at most GC_RECENT_MAX) */
+	for (i = 0; i < k; i++) {
+		uint32_t e = ps->ps_recent[i].r_every_x16;
+
+		if (ps->ps_recent[i].r_seen_ns + w < now || ps->ps_recent[i].r_out || !e)
+			continue;
+		for (j = m++; j > 0 && every[j - 1] > e; j--)
+			every[j] = every[j - 1];
+		every[j] = e;
+	}
+	/* the lower median's pace, and at least one commit */
+	limit = GC_EXPECT_PACE * (m && every[(m - 1) / 2] > 16 ? every[(m - 1) / 2] : 16);
+	for (i = 0; i < k; i++)
+		if (ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out &&
+		    (ps->ps_recent[i].r_tid == leader || ps->ps_recent[i].r_every_x16 <= limit))
 			n++;
 	return n;
 }
@@ -864,12 +904,22 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 					  const struct gc_policy_cfg *pc,
 					  const struct gc_txn_view *tv, uint64_t now)
 {
-	uint32_t active = gc_policy_active(ps, now);
 	uint64_t wait, commit = ps->ps_commit_ns, dev = gc_policy_device_flush(ps, now);
 	/* Opened while another commit was in flight: it could first commit
 	 * when that one ended. */
 	bool queued = tv->tv_free_ns > tv->tv_start_ns;
+	uint32_t active;
 
+	/* Before the first commit is timed, the device's flush latency is
+	 * the commit's best estimate (Bacik: wait about one commit). */
+	if (!ps->ps_commit_samples)
+		commit = dev;
+	/* Dilger: as many as are syncing, but not a thread that syncs every
+	 * few commits of the others: waited for, it would not come, and the
+	 * others would pay the whole wait for nothing (one thread that
+	 * pauses 20 ms beside one that does not: the head count of all
+	 * recent threads made every other transaction wait in vain). */
+	active = gc_policy_expected(ps, now, tv->tv_leader);
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
 	/* The domain has just moved to direct calls: the threads counted
@@ -892,10 +942,6 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	if (ps->ps_txns >= GC_STRETCH_COMMITS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 &&
 	    !queued)
 		return close_now(GC_CLOSE_NOWAIT);
-	/* Before the first commit is timed, the device's flush latency is
-	 * the commit's best estimate (Bacik: wait about one commit). */
-	if (!ps->ps_commit_samples)
-		commit = dev;
 	if (!commit)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Wheeler (5): a device that commits faster than we can time a wait. */
@@ -1016,7 +1062,7 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 {
 	uint64_t f, from, commit = cs->cs_end_ns - cs->cs_close_ns;
 	bool waited, first = ps->ps_commit_samples == 0;
-	uint32_t i, j;
+	uint32_t i;
 
 	ps->ps_commit_ns = ewma4(ps->ps_commit_ns, commit, first);
 	f = gc_policy_device_flush(ps, cs->cs_end_ns);
@@ -1051,14 +1097,16 @@ void gc_policy_commit_done(struct gc_policy_state *ps,
 	}
 
 	/* Dilger: a thread that dropped out costs one timeout; the next
-	 * transaction expects only those that joined since this one began. */
+	 * transaction expects only those that joined since this one began.
+	 * The others stay out of the count until they sync again, their
+	 * pace remembered. */
 	if (cs->cs_close == GC_CLOSE_TIMEOUT) {
 		uint32_t n = recent_n(ps);
 
-		for (i = j = 0; i < n; i++)
-			if (ps->ps_recent[i].r_seen_ns >= cs->cs_start_ns)
-				ps->ps_recent[j++] = ps->ps_recent[i];
-		ps->ps_recent_n = j;
+		for (i = 0; i < n; i++)
+			if (ps->ps_recent[i].r_seen_ns < cs->cs_start_ns)
+				ps->ps_recent[i].r_out = 1;
+		ps->ps_recent_n = n;
 	}
 }
 

@@ -50,9 +50,11 @@ struct gc_policy_state {
 	uint32_t ps_recent_n;
 	struct {
 		int32_t r_tid;
-		uint32_t r_pad;
+		uint32_t r_seq;		/* commits done when it last synced */
 		uint64_t r_seen_ns;
-	} ps_recent[GC_RECENT_MAX];	/* distinct sync threads and when last seen */
+		uint32_t r_every_x16;	/* EWMA (1/4) of commits between its syncs, x16 (0: unknown) */
+		uint32_t r_out;		/* dropped out (a wait for it timed out) until it syncs */
+	} ps_recent[GC_RECENT_MAX];	/* distinct sync threads, when last seen, how often */
 	uint32_t ps_batch_x16;		/* EWMA of handles per transaction, x16 */
 	uint32_t ps_txns;		/* transactions committed */
 	/* The library's own timing of direct calls (adaptive, while no
@@ -240,6 +242,12 @@ void gc_policy_latency(struct gc_policy_state *ps, uint64_t start, uint64_t end)
 /* Distinct sync threads seen within the activity window (a stretch)
  * ending at @now. */
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now);
+/* Of those, the ones a transaction led by @leader waits for: the leader,
+ * and every thread whose pace (an average of the commits between its
+ * syncs) is at most GC_EXPECT_PACE times the median thread's, or than one
+ * commit where that is less (a thread not yet paced counts). */
+#define GC_EXPECT_PACE 2
+uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int32_t leader);
 /* Forgets the recent sync threads for which @gone(tid) is true (threads,
  * or whole processes, that ended): nobody waits for them. Returns how
  * many it forgot. */
@@ -262,6 +270,7 @@ struct gc_txn_view {
 	uint64_t tv_free_ns;		/* when the domain could first commit it (no other
 					 * committing); 0 = at its start */
 	bool tv_leader_new_writer;	/* gc_policy_arrive() result for the first handle */
+	int32_t tv_leader;		/* the deciding handle's thread */
 };
 
 struct gc_decision {

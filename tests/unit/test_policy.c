@@ -308,7 +308,104 @@ Test(adaptive, timeout_keeps_threads_seen_since_its_start)
 	commit(&ps, &pc, s, s + 4 * MS, 4 * MS, 2, GC_CLOSE_TIMEOUT);
 	cr_expect_eq(gc_policy_active(&ps, s + 8 * MS), 3);
 	for (uint32_t i = 0; i < ps.ps_recent_n; i++)
-		cr_expect_neq(ps.ps_recent[i].r_tid, 1, "thread 1 should be forgotten");
+		cr_expect(ps.ps_recent[i].r_tid != 1 || ps.ps_recent[i].r_out,
+			  "thread 1 should be out of the count");
+}
+
+/* Rounds of 10 ms commits: thread 1 syncs in every one (in step), thread 2
+ * every third (it pauses 20 ms between its syncs). Leaves the clock at the
+ * end of the last commit. */
+static uint64_t one_fast_one_slow(struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
+{
+	uint64_t t = T0;
+
+	for (int k = 0; k < 9; k++) {
+		gc_policy_arrive(ps, pc, 1, t);
+		if (k % 3 == 0)
+			gc_policy_arrive(ps, pc, 2, t + 100 * US);
+		commit(ps, pc, t, t + 200 * US, 10 * MS, k % 3 == 0 ? 2 : 1, GC_CLOSE_COUNT);
+		t += 10 * MS + 200 * US;
+	}
+	return t;
+}
+
+/* A thread that syncs every third commit of the others is not waited for:
+ * it would not come within the wait, and every transaction of the others
+ * would pay the whole wait for nothing. Where it leads, it waits for those
+ * that sync in every commit: they come back as soon as theirs ends. */
+Test(adaptive, a_thread_that_syncs_every_few_commits_is_not_waited_for)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	struct gc_txn_view tv = { .tv_handles = 1, .tv_leader_new_writer = true };
+	uint64_t t;
+
+	gc_policy_init(&ps);
+	t = one_fast_one_slow(&ps, &pc);
+	cr_assert_eq(gc_policy_active(&ps, t), 2, "both threads are recent");
+	gc_policy_arrive(&ps, &pc, 1, t);
+	tv.tv_start_ns = t;
+	tv.tv_leader = 1;
+	expect_decision("the frequent thread leads", gc_policy_decide(&ps, &pc, &tv, t),
+			GC_CLOSE_LONE, t, 0, 0);
+	/* the other arrives while that commit runs and leads the next */
+	gc_policy_arrive(&ps, &pc, 2, t + 5 * MS);
+	tv.tv_start_ns = t + 5 * MS;
+	tv.tv_free_ns = t + 10 * MS;
+	tv.tv_leader = 2;
+	expect_decision("the pausing thread leads", gc_policy_decide(&ps, &pc, &tv, t + 10 * MS),
+			GC_CLOSE_NONE, t + 10 * MS, 10 * MS, 2);
+}
+
+/* Threads in step sync once a commit, and threads that all pause alike
+ * (each syncs every third commit's time) are all waited for: the rule
+ * compares a thread with the most frequent one, not with a fixed gap. */
+Test(adaptive, threads_that_sync_alike_are_all_waited_for)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t step[] = { 10 * MS + 300 * US, 31 * MS };
+
+	for (unsigned int c = 0; c < ARRAY_LEN(step); c++) {
+		uint64_t t = T0;
+
+		gc_policy_init(&ps);
+		for (int k = 0; k < 6; k++) {
+			for (int32_t tid = 1; tid <= 4; tid++)
+				gc_policy_arrive(&ps, &pc, tid, t + (uint64_t)tid * 50 * US);
+			commit(&ps, &pc, t, t + 250 * US, 10 * MS, 4, GC_CLOSE_COUNT);
+			t += step[c];
+		}
+		gc_policy_arrive(&ps, &pc, 1, t);
+		cr_expect_eq(gc_policy_expected(&ps, t, 1), 4,
+			     "a gap of %llu us: all 4 expected",
+			     (unsigned long long)(step[c] / US));
+		expect_decision("alike", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
+				10 * MS, 4);
+	}
+}
+
+/* A thread that dropped out (a wait for it timed out) keeps its pace: back,
+ * it is still one that syncs every few commits, not a new thread waited for
+ * until it drops out again. */
+Test(adaptive, a_thread_back_from_a_drop_out_keeps_its_pace)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	struct gc_policy_state ps;
+	uint64_t t;
+
+	gc_policy_init(&ps);
+	t = one_fast_one_slow(&ps, &pc);
+	/* a transaction of thread 1 waited for 2 and timed out */
+	gc_policy_arrive(&ps, &pc, 1, t);
+	commit(&ps, &pc, t, t + 10 * MS, 10 * MS, 1, GC_CLOSE_TIMEOUT);
+	cr_expect_eq(gc_policy_active(&ps, t + 20 * MS), 1, "thread 2 is out");
+	t += 20 * MS;
+	gc_policy_arrive(&ps, &pc, 2, t);
+	gc_policy_arrive(&ps, &pc, 1, t + 100 * US);
+	cr_expect_eq(gc_policy_active(&ps, t + 100 * US), 2, "back in the window");
+	cr_expect_eq(gc_policy_expected(&ps, t + 100 * US, 1), 1,
+		     "but not waited for");
 }
 
 /* Only a timeout is evidence of a drop-out; a count or immediate close
@@ -2380,6 +2477,8 @@ Test(adaptive, a_scribbled_thread_count_reads_nothing_past_the_table)
 		gc_policy_arrive(ps, &pc, 7, t);
 		ps->ps_recent_n = n;
 		(void)gc_policy_active(ps, t);
+		ps->ps_recent_n = n;
+		(void)gc_policy_expected(ps, t, 7);
 		ps->ps_recent_n = n;
 		cs.cs_start_ns = t;
 		cs.cs_close_ns = t + MS;
