@@ -180,8 +180,8 @@ uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 
 uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int32_t leader)
 {
-	uint32_t every[GC_RECENT_MAX], i, j, m = 0, n = 0, k = recent_n(ps), limit;
-	uint64_t w = stretch(ps);
+	uint32_t every[GC_RECENT_MAX], i, j, m = 0, n = 0, k = recent_n(ps);
+	uint64_t w = stretch(ps), limit;
 
 	/* the recent threads' paces, sorted (at most GC_RECENT_MAX) */
 	for (i = 0; i < k; i++) {
@@ -194,7 +194,7 @@ uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int3
 		every[j] = e;
 	}
 	/* the lower median's pace, and at least one commit */
-	limit = GC_EXPECT_PACE * (m && every[(m - 1) / 2] > 16 ? every[(m - 1) / 2] : 16);
+	limit = GC_EXPECT_PACE * (uint64_t)(m && every[(m - 1) / 2] > 16 ? every[(m - 1) / 2] : 16);
 	for (i = 0; i < k; i++)
 		if (ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out &&
 		    (ps->ps_recent[i].r_tid == leader || ps->ps_recent[i].r_every_x16 <= limit))
