@@ -312,18 +312,19 @@ Test(adaptive, timeout_keeps_threads_seen_since_its_start)
 			  "thread 1 should be out of the count");
 }
 
-/* Rounds of 10 ms commits: thread 1 syncs in every one (in step), thread 2
- * every third (it pauses 20 ms between its syncs). Leaves the clock at the
- * end of the last commit. */
-static uint64_t one_fast_one_slow(struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
+/* Rounds of 10 ms commits: threads 1 and 3 sync in every one (in step),
+ * thread 2 in every third (it pauses 20 ms between its syncs). Leaves the
+ * clock at the end of the last commit. */
+static uint64_t two_fast_one_slow(struct gc_policy_state *ps, const struct gc_policy_cfg *pc)
 {
 	uint64_t t = T0;
 
 	for (int k = 0; k < 9; k++) {
 		gc_policy_arrive(ps, pc, 1, t);
+		gc_policy_arrive(ps, pc, 3, t + 50 * US);
 		if (k % 3 == 0)
 			gc_policy_arrive(ps, pc, 2, t + 100 * US);
-		commit(ps, pc, t, t + 200 * US, 10 * MS, k % 3 == 0 ? 2 : 1, GC_CLOSE_COUNT);
+		commit(ps, pc, t, t + 200 * US, 10 * MS, k % 3 == 0 ? 3 : 2, GC_CLOSE_COUNT);
 		t += 10 * MS + 200 * US;
 	}
 	return t;
@@ -331,8 +332,9 @@ static uint64_t one_fast_one_slow(struct gc_policy_state *ps, const struct gc_po
 
 /* A thread that syncs every third commit of the others is not waited for:
  * it would not come within the wait, and every transaction of the others
- * would pay the whole wait for nothing. Where it leads, it waits for those
- * that sync in every commit: they come back as soon as theirs ends. */
+ * would pay the whole wait for nothing (the code before waited for 3 with
+ * both frequent threads in). Where it leads, it waits for those that sync
+ * in every commit: they come back as soon as theirs ends. */
 Test(adaptive, a_thread_that_syncs_every_few_commits_is_not_waited_for)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
@@ -341,20 +343,25 @@ Test(adaptive, a_thread_that_syncs_every_few_commits_is_not_waited_for)
 	uint64_t t;
 
 	gc_policy_init(&ps);
-	t = one_fast_one_slow(&ps, &pc);
-	cr_assert_eq(gc_policy_active(&ps, t), 2, "both threads are recent");
+	t = two_fast_one_slow(&ps, &pc);
+	cr_assert_eq(gc_policy_active(&ps, t), 3, "all three threads are recent");
 	gc_policy_arrive(&ps, &pc, 1, t);
 	tv.tv_start_ns = t;
 	tv.tv_leader = 1;
-	expect_decision("the frequent thread leads", gc_policy_decide(&ps, &pc, &tv, t),
-			GC_CLOSE_LONE, t, 0, 0);
-	/* the other arrives while that commit runs and leads the next */
+	expect_decision("a frequent thread leads", gc_policy_decide(&ps, &pc, &tv, t),
+			GC_CLOSE_NONE, t, 10 * MS, 2);
+	gc_policy_arrive(&ps, &pc, 3, t + 100 * US);
+	tv.tv_handles = 2;
+	expect_decision("both frequent threads in",
+			gc_policy_decide(&ps, &pc, &tv, t + 100 * US), GC_CLOSE_COUNT, t, 0, 0);
+	/* the pausing thread arrives while that commit runs and leads the next */
 	gc_policy_arrive(&ps, &pc, 2, t + 5 * MS);
+	tv.tv_handles = 1;
 	tv.tv_start_ns = t + 5 * MS;
 	tv.tv_free_ns = t + 10 * MS;
 	tv.tv_leader = 2;
 	expect_decision("the pausing thread leads", gc_policy_decide(&ps, &pc, &tv, t + 10 * MS),
-			GC_CLOSE_NONE, t + 10 * MS, 10 * MS, 2);
+			GC_CLOSE_NONE, t + 10 * MS, 10 * MS, 3);
 }
 
 /* Threads in step sync once a commit, and threads that all pause alike
@@ -395,16 +402,17 @@ Test(adaptive, a_thread_back_from_a_drop_out_keeps_its_pace)
 	uint64_t t;
 
 	gc_policy_init(&ps);
-	t = one_fast_one_slow(&ps, &pc);
-	/* a transaction of thread 1 waited for 2 and timed out */
+	t = two_fast_one_slow(&ps, &pc);
+	/* a transaction of threads 1 and 3 waited for 2 and timed out */
 	gc_policy_arrive(&ps, &pc, 1, t);
-	commit(&ps, &pc, t, t + 10 * MS, 10 * MS, 1, GC_CLOSE_TIMEOUT);
-	cr_expect_eq(gc_policy_active(&ps, t + 20 * MS), 1, "thread 2 is out");
+	gc_policy_arrive(&ps, &pc, 3, t + 50 * US);
+	commit(&ps, &pc, t, t + 10 * MS, 10 * MS, 2, GC_CLOSE_TIMEOUT);
+	cr_expect_eq(gc_policy_active(&ps, t + 20 * MS), 2, "thread 2 is out");
 	t += 20 * MS;
 	gc_policy_arrive(&ps, &pc, 2, t);
 	gc_policy_arrive(&ps, &pc, 1, t + 100 * US);
-	cr_expect_eq(gc_policy_active(&ps, t + 100 * US), 2, "back in the window");
-	cr_expect_eq(gc_policy_expected(&ps, t + 100 * US, 1), 1,
+	cr_expect_eq(gc_policy_active(&ps, t + 100 * US), 3, "back in the window");
+	cr_expect_eq(gc_policy_expected(&ps, t + 100 * US, 1), 2,
 		     "but not waited for");
 }
 
