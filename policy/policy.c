@@ -167,13 +167,20 @@ bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc
 	return new_writer;
 }
 
+/* Recent thread @i syncs within the activity window @w ending at @now, and
+ * did not drop out since. */
+static bool counted(const struct gc_policy_state *ps, uint32_t i, uint64_t w, uint64_t now)
+{
+	return ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out;
+}
+
 uint32_t gc_policy_active(const struct gc_policy_state *ps, uint64_t now)
 {
 	uint64_t w = stretch(ps);
 	uint32_t i, n = 0, k = recent_n(ps);
 
 	for (i = 0; i < k; i++)
-		if (ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out)
+		if (counted(ps, i, w, now))
 			n++;
 	return n;
 }
@@ -187,7 +194,7 @@ uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int3
 	for (i = 0; i < k; i++) {
 		uint32_t e = ps->ps_recent[i].r_every_x16;
 
-		if (ps->ps_recent[i].r_seen_ns + w < now || ps->ps_recent[i].r_out || !e)
+		if (!counted(ps, i, w, now) || !e)
 			continue;
 		for (j = m++; j > 0 && every[j - 1] > e; j--)
 			every[j] = every[j - 1];
@@ -196,7 +203,7 @@ uint32_t gc_policy_expected(const struct gc_policy_state *ps, uint64_t now, int3
 	/* the lower median's pace, and at least one commit */
 	limit = GC_EXPECT_PACE * (uint64_t)(m && every[(m - 1) / 2] > 16 ? every[(m - 1) / 2] : 16);
 	for (i = 0; i < k; i++)
-		if (ps->ps_recent[i].r_seen_ns + w >= now && !ps->ps_recent[i].r_out &&
+		if (counted(ps, i, w, now) &&
 		    (ps->ps_recent[i].r_tid == leader || ps->ps_recent[i].r_every_x16 <= limit))
 			n++;
 	return n;
@@ -904,22 +911,17 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 					  const struct gc_policy_cfg *pc,
 					  const struct gc_txn_view *tv, uint64_t now)
 {
-	uint64_t wait, commit = ps->ps_commit_ns, dev = gc_policy_device_flush(ps, now);
-	/* Opened while another commit was in flight: it could first commit
-	 * when that one ended. */
-	bool queued = tv->tv_free_ns > tv->tv_start_ns;
-	uint32_t active;
-
-	/* Before the first commit is timed, the device's flush latency is
-	 * the commit's best estimate (Bacik: wait about one commit). */
-	if (!ps->ps_commit_samples)
-		commit = dev;
 	/* Dilger: as many as are syncing, but not a thread that syncs every
 	 * few commits of the others: waited for, it would not come, and the
 	 * others would pay the whole wait for nothing (one thread that
 	 * pauses 20 ms beside one that does not: the head count of all
 	 * recent threads made every other transaction wait in vain). */
-	active = gc_policy_expected(ps, now, tv->tv_leader);
+	uint32_t active = gc_policy_expected(ps, now, tv->tv_leader);
+	uint64_t wait, commit = ps->ps_commit_ns, dev = gc_policy_device_flush(ps, now);
+	/* Opened while another commit was in flight: it could first commit
+	 * when that one ended. */
+	bool queued = tv->tv_free_ns > tv->tv_start_ns;
+
 	if (active < tv->tv_handles)
 		active = tv->tv_handles;
 	/* The domain has just moved to direct calls: the threads counted
@@ -942,6 +944,10 @@ static struct gc_decision decide_adaptive(const struct gc_policy_state *ps,
 	if (ps->ps_txns >= GC_STRETCH_COMMITS && ps->ps_batch_x16 < GC_SERIAL_BATCH_X16 &&
 	    !queued)
 		return close_now(GC_CLOSE_NOWAIT);
+	/* Before the first commit is timed, the device's flush latency is
+	 * the commit's best estimate (Bacik: wait about one commit). */
+	if (!ps->ps_commit_samples)
+		commit = dev;
 	if (!commit)
 		return close_now(GC_CLOSE_NOWAIT);
 	/* Wheeler (5): a device that commits faster than we can time a wait. */
