@@ -365,30 +365,33 @@ Test(adaptive, a_thread_that_syncs_every_few_commits_is_not_waited_for)
 }
 
 /* Threads in step sync once a commit, and threads that all pause alike
- * (each syncs every third commit's time) are all waited for: the rule
- * compares a thread with the most frequent one, not with a fixed gap. */
+ * (6 threads, two of them in each commit, each in every third)
+ * are all waited for: the rule compares a thread with the median thread,
+ * not with a fixed number of commits. */
 Test(adaptive, threads_that_sync_alike_are_all_waited_for)
 {
 	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
 	struct gc_policy_state ps;
-	uint64_t step[] = { 10 * MS + 300 * US, 31 * MS };
+	int every[] = { 1, 3 };
 
-	for (unsigned int c = 0; c < ARRAY_LEN(step); c++) {
+	for (unsigned int c = 0; c < ARRAY_LEN(every); c++) {
 		uint64_t t = T0;
 
 		gc_policy_init(&ps);
-		for (int k = 0; k < 6; k++) {
-			for (int32_t tid = 1; tid <= 4; tid++)
-				gc_policy_arrive(&ps, &pc, tid, t + (uint64_t)tid * 50 * US);
-			commit(&ps, &pc, t, t + 250 * US, 10 * MS, 4, GC_CLOSE_COUNT);
-			t += step[c];
+		for (int k = 0; k < 18; k++) {
+			for (int32_t tid = 1; tid <= 6; tid++)
+				if (every[c] == 1 || tid % 3 == k % 3)
+					gc_policy_arrive(&ps, &pc, tid,
+							 t + (uint64_t)tid * 50 * US);
+			commit(&ps, &pc, t, t + 250 * US, 10 * MS, every[c] == 1 ? 6 : 2,
+			       GC_CLOSE_COUNT);
+			t += 10 * MS + 300 * US;
 		}
 		gc_policy_arrive(&ps, &pc, 1, t);
-		cr_expect_eq(gc_policy_expected(&ps, t, 1), 4,
-			     "a gap of %llu us: all 4 expected",
-			     (unsigned long long)(step[c] / US));
+		cr_expect_eq(gc_policy_expected(&ps, t, 1), 6,
+			     "in every %d commits: all 6 expected", every[c]);
 		expect_decision("alike", decide(&ps, &pc, 1, t, t, true), GC_CLOSE_NONE, t,
-				10 * MS, 4);
+				10 * MS, 6);
 	}
 }
 
