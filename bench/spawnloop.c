@@ -4,6 +4,10 @@
  * B A, ...: each two runs an ABBA block), in pairs of N runs a side, and
  * prints each pair's ratio B / A and their median. A process is started
  * with posix_spawn and waited for, as a shell loop would, minus the shell.
+ * With -j J, J such loops run at once (a mail server's deliveries, a build's
+ * jobs), half of them a run ahead of the others in the alternation: at any
+ * moment about as many processes run under A as under B, so that both
+ * sides meet the same load.
  * Beside the wall time, each side's CPU time (the children's user and
  * system time, from wait4): on busy CPUs, where every process waits for a
  * core, that is what a library's work costs. */
@@ -32,10 +36,14 @@ static const char *prog = "spawnloop";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-n RUNS] [-k PAIRS] [-i FILE] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
+		"usage: %s [-n RUNS] [-k PAIRS] [-j LOOPS [-t]] [-i FILE] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
 		"  A, B   the preload of each side: a path, or - for none (LD_PRELOAD unset)\n"
 		"  -n     runs of COMMAND per side and pair (200)\n"
 		"  -k     pairs (9); within a pair the sides alternate run by run (ABBA...)\n"
+		"  -j     loops at once (1), each making RUNS runs a side a pair, every\n"
+		"         other loop starting with B; a pair sums the times of all loops\n"
+		"  -t     with -j: a side at a time, all loops (the side's processes meet\n"
+		"         only each other), the first side alternating pair by pair\n"
 		"  -i     each run's standard input: FILE, opened anew (a mail for an MDA)\n"
 		"  -a/-b  an environment setting for side A/B only\n"
 		"Prints one line per pair (seconds for A, for B, B/A, and the same ratio of\n"
@@ -127,6 +135,121 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static bool in_turn; /* -t */
+
+/* One loop's share of pair @k: @runs runs a side, run by run, so that a
+ * drift of the machine's speed meets both sides alike; the first side
+ * alternates with the pair and the loop. With -t, a side at a time: all of
+ * @sa's runs (NULL: none), then all of @sb's. Adds A's time and CPU, then
+ * B's, to @sum. */
+static void loop_runs(struct side *sa, struct side *sb, char **argv, int k, long runs, int j,
+		      double sum[4])
+{
+	long i;
+
+	if (in_turn) {
+		for (i = 0; sa && i < runs; i++)
+			sum[0] += run_once(sa, argv, &sum[1]);
+		for (i = 0; sb && i < runs; i++)
+			sum[2] += run_once(sb, argv, &sum[3]);
+		return;
+	}
+	for (i = 0; i < runs; i++) {
+		if ((k + i + j) % 2) {
+			sum[2] += run_once(sb, argv, &sum[3]);
+			sum[0] += run_once(sa, argv, &sum[1]);
+		} else {
+			sum[0] += run_once(sa, argv, &sum[1]);
+			sum[2] += run_once(sb, argv, &sum[3]);
+		}
+	}
+}
+
+/* Pair @k over @loops loops at once (each a child process reporting its
+ * sums through a pipe); @sum: A's time and CPU, B's, summed over them.
+ * With -t, all loops run one side, then all the other, the first side
+ * alternating with the pair: the side's processes meet only each other. */
+static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
+		      double sum[4]);
+
+static void pair_loops(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
+		       double sum[4])
+{
+	double part[4];
+	int i;
+
+	if (!in_turn || loops == 1) {
+		loops_run(sa, sb, argv, k, runs, loops, sum);
+		return;
+	}
+	if (k % 2) {
+		loops_run(NULL, sb, argv, k, runs, loops, sum);
+		loops_run(sa, NULL, argv, k, runs, loops, part);
+	} else {
+		loops_run(sa, NULL, argv, k, runs, loops, sum);
+		loops_run(NULL, sb, argv, k, runs, loops, part);
+	}
+	for (i = 0; i < 4; i++)
+		sum[i] += part[i];
+}
+
+static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
+		      double sum[4])
+{
+	int fd[2], j, st, got = 0;
+
+	memset(sum, 0, 4 * sizeof(*sum));
+	if (loops == 1) {
+		loop_runs(sa, sb, argv, k, runs, 0, sum);
+		return;
+	}
+	if (pipe(fd)) {
+		perror("pipe");
+		exit(1);
+	}
+	for (j = 0; j < loops; j++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			perror("fork");
+			exit(1);
+		}
+		if (!pid) {
+			double mine[4] = { 0 };
+
+			close(fd[0]);
+			loop_runs(sa, sb, argv, k, runs, j, mine);
+			/* 32 bytes: one write, whole, into a pipe */
+			_exit(write(fd[1], mine, sizeof(mine)) == (ssize_t)sizeof(mine) ? 0 : 1);
+		}
+	}
+	close(fd[1]);
+	for (;;) {
+		double part[4];
+		ssize_t n = read(fd[0], part, sizeof(part));
+
+		if (n == 0)
+			break;
+		if (n != (ssize_t)sizeof(part)) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			fprintf(stderr, "%s: a loop's sums came short\n", prog);
+			exit(1);
+		}
+		for (j = 0; j < 4; j++)
+			sum[j] += part[j];
+		got++;
+	}
+	close(fd[0]);
+	while (wait(&st) > 0)
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			exit(1); /* the loop said why */
+	if (got != loops) {
+		fprintf(stderr, "%s: %d of %d loops reported\n", prog, got, loops);
+		exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static double ta[MAX_PAIRS], tb[MAX_PAIRS], ratio[MAX_PAIRS];
@@ -134,10 +257,10 @@ int main(int argc, char **argv)
 	double warm = 0;
 	struct side sa = { 0 }, sb = { 0 };
 	long runs = 200;
-	int pairs = 9, c, k;
+	int pairs = 9, loops = 1, c, k;
 	char *end;
 
-	while ((c = getopt(argc, argv, "+n:k:i:a:b:h")) != -1) {
+	while ((c = getopt(argc, argv, "+n:k:j:ti:a:b:h")) != -1) {
 		switch (c) {
 		case 'n':
 			runs = strtol(optarg, &end, 10);
@@ -152,6 +275,16 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s: -k wants 1-%d, not '%s'\n", prog, MAX_PAIRS, optarg);
 				return 2;
 			}
+			break;
+		case 'j':
+			loops = (int)strtol(optarg, &end, 10);
+			if (*end || loops < 1 || loops > 64) {
+				fprintf(stderr, "%s: -j wants 1-64, not '%s'\n", prog, optarg);
+				return 2;
+			}
+			break;
+		case 't':
+			in_turn = true;
 			break;
 		case 'i':
 			if (access(optarg, R_OK)) {
@@ -192,20 +325,13 @@ int main(int argc, char **argv)
 	run_once(&sa, argv, &warm);
 	run_once(&sb, argv, &warm);
 	for (k = 0; k < pairs; k++) {
-		long i;
+		double sum[4];
 
-		/* run by run, so that a drift of the machine's speed meets
-		 * both sides alike; the pair's first side alternates */
-		ta[k] = tb[k] = ca[k] = cb[k] = 0;
-		for (i = 0; i < runs; i++) {
-			if ((k + i) % 2) {
-				tb[k] += run_once(&sb, argv, &cb[k]);
-				ta[k] += run_once(&sa, argv, &ca[k]);
-			} else {
-				ta[k] += run_once(&sa, argv, &ca[k]);
-				tb[k] += run_once(&sb, argv, &cb[k]);
-			}
-		}
+		pair_loops(&sa, &sb, argv, k, runs, loops, sum);
+		ta[k] = sum[0];
+		ca[k] = sum[1];
+		tb[k] = sum[2];
+		cb[k] = sum[3];
 		ratio[k] = tb[k] / ta[k];
 		cratio[k] = ca[k] > 0 ? cb[k] / ca[k] : 0;
 		printf("pair %d: A %.4f s  B %.4f s  B/A %.3f  cpu ratio %.3f\n", k + 1, ta[k], tb[k],
@@ -213,10 +339,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	printf("median B/A %.3f over %d pairs of %ld runs; per run: A %.1f us, B %.1f us\n",
-	       median(ratio, pairs), pairs, runs, median(ta, pairs) / (double)runs * 1e6,
-	       median(tb, pairs) / (double)runs * 1e6);
+	       median(ratio, pairs), pairs, runs * loops,
+	       median(ta, pairs) / (double)(runs * loops) * 1e6,
+	       median(tb, pairs) / (double)(runs * loops) * 1e6);
 	/* worded apart from the line above, which bench/startup.sh reads */
 	printf("median cpu ratio %.3f (cpu a run: A %.1f us; B %.1f us)\n", median(cratio, pairs),
-	       median(ca, pairs) / (double)runs * 1e6, median(cb, pairs) / (double)runs * 1e6);
+	       median(ca, pairs) / (double)(runs * loops) * 1e6,
+	       median(cb, pairs) / (double)(runs * loops) * 1e6);
 	return 0;
 }
