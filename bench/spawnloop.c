@@ -165,38 +165,14 @@ static void loop_runs(struct side *sa, struct side *sb, char **argv, int k, long
 	}
 }
 
-/* Pair @k over @loops loops at once (each a child process reporting its
- * sums through a pipe); @sum: A's time and CPU, B's, summed over them.
- * With -t, all loops run one side, then all the other, the first side
- * alternating with the pair: the side's processes meet only each other. */
-static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
-		      double sum[4]);
-
-static void pair_loops(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
-		       double sum[4])
-{
-	double part[4];
-	int i;
-
-	if (!in_turn || loops == 1) {
-		loops_run(sa, sb, argv, k, runs, loops, sum);
-		return;
-	}
-	if (k % 2) {
-		loops_run(NULL, sb, argv, k, runs, loops, sum);
-		loops_run(sa, NULL, argv, k, runs, loops, part);
-	} else {
-		loops_run(sa, NULL, argv, k, runs, loops, sum);
-		loops_run(NULL, sb, argv, k, runs, loops, part);
-	}
-	for (i = 0; i < 4; i++)
-		sum[i] += part[i];
-}
-
+/* Pair @k's runs over @loops loops at once, each a child process that
+ * reports its sums through a pipe; @sum: A's time and CPU, then B's,
+ * summed over the loops. A side left NULL (-t) runs nothing. */
 static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
 		      double sum[4])
 {
 	int fd[2], j, st, got = 0;
+	bool failed = false;
 
 	memset(sum, 0, 4 * sizeof(*sum));
 	if (loops == 1) {
@@ -228,26 +204,52 @@ static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long
 		double part[4];
 		ssize_t n = read(fd[0], part, sizeof(part));
 
-		if (n == 0)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
 			break;
 		if (n != (ssize_t)sizeof(part)) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			fprintf(stderr, "%s: a loop's sums came short\n", prog);
-			exit(1);
+			failed = true;
+			break;
 		}
 		for (j = 0; j < 4; j++)
 			sum[j] += part[j];
 		got++;
 	}
 	close(fd[0]);
-	while (wait(&st) > 0)
+	/* every loop is waited for, a failed one too (it said why) */
+	for (;;) {
+		if (wait(&st) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			exit(1); /* the loop said why */
-	if (got != loops) {
-		fprintf(stderr, "%s: %d of %d loops reported\n", prog, got, loops);
+			failed = true;
+	}
+	if (failed || got != loops) {
+		fprintf(stderr, "%s: %d of %d loops reported their sums\n", prog, got, loops);
 		exit(1);
 	}
+}
+
+/* Pair @k: its runs over @loops loops at once. With -t, all loops run one
+ * side, then all of them the other, the first side alternating with the
+ * pair: a side's processes meet only each other. */
+static void pair_loops(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
+		       double sum[4])
+{
+	double part[4];
+	int i;
+
+	if (!in_turn || loops == 1) {
+		loops_run(sa, sb, argv, k, runs, loops, sum);
+		return;
+	}
+	loops_run(k % 2 ? NULL : sa, k % 2 ? sb : NULL, argv, k, runs, loops, sum);
+	loops_run(k % 2 ? sa : NULL, k % 2 ? NULL : sb, argv, k, runs, loops, part);
+	for (i = 0; i < 4; i++)
+		sum[i] += part[i];
 }
 
 int main(int argc, char **argv)
