@@ -36,13 +36,13 @@ static const char *prog = "spawnloop";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-n RUNS] [-k PAIRS] [-j LOOPS [-t]] [-i FILE] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
+		"usage: %s [-n RUNS] [-k PAIRS] [-j LOOPS] [-t] [-i FILE] [-a VAR=VALUE]... [-b VAR=VALUE]... A B -- COMMAND [ARG]...\n"
 		"  A, B   the preload of each side: a path, or - for none (LD_PRELOAD unset)\n"
 		"  -n     runs of COMMAND per side and pair (200)\n"
 		"  -k     pairs (9); within a pair the sides alternate run by run (ABBA...)\n"
 		"  -j     loops at once (1), each making RUNS runs a side a pair, every\n"
 		"         other loop starting with B; a pair sums the times of all loops\n"
-		"  -t     with -j: a side at a time, all loops (the side's processes meet\n"
+		"  -t     a side at a time, over all loops (the side's processes meet\n"
 		"         only each other), the first side alternating pair by pair\n"
 		"  -i     each run's standard input: FILE, opened anew (a mail for an MDA)\n"
 		"  -a/-b  an environment setting for side A/B only\n"
@@ -235,14 +235,15 @@ static void loops_run(struct side *sa, struct side *sb, char **argv, int k, long
 
 /* Pair @k: its runs over @loops loops at once. With -t, all loops run one
  * side, then all of them the other, the first side alternating with the
- * pair: a side's processes meet only each other. */
+ * pair: a side's processes meet only each other (one loop: all of a side's
+ * runs, then the other's). */
 static void pair_loops(struct side *sa, struct side *sb, char **argv, int k, long runs, int loops,
 		       double sum[4])
 {
 	double part[4];
 	int i;
 
-	if (!in_turn || loops == 1) {
+	if (!in_turn) {
 		loops_run(sa, sb, argv, k, runs, loops, sum);
 		return;
 	}
