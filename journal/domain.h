@@ -12,7 +12,7 @@
 #include "policy/policy.h"
 
 #define GC_DOM_MAGIC 0x6d30646367626c69ULL /* "ilbgcd0m" */
-#define GC_DOM_VERSION 21
+#define GC_DOM_VERSION 22
 #define GC_TXN_INODES 64
 #define GC_TXN_HANDLES 128
 #define GC_TXN_RING 4

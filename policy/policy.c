@@ -125,7 +125,7 @@ bool gc_policy_check(const struct gc_policy_state *ps)
 	return ps->ps_recent_n <= GC_RECENT_MAX && ps->ps_oc_mode <= GC_FB_DIRECT &&
 	       ps->ps_oc_probe <= 1 && ps->ps_oc_chosen <= 1 && ps->ps_oc_early <= 1 &&
 	       ps->ps_oc_paid <= 1 && ps->ps_oc_hold >= GC_FB_HOLD_MIN &&
-	       ps->ps_oc_hold <= GC_FB_HOLD_MAX;
+	       ps->ps_oc_hold <= GC_FB_HOLD_MAX && ps->ps_oc_idle <= GC_FB_HOLD_MAX;
 }
 
 bool gc_policy_arrive(struct gc_policy_state *ps, const struct gc_policy_cfg *pc,
@@ -293,6 +293,7 @@ bool gc_policy_device(struct gc_policy_state *ps, uint64_t flush_ns, uint32_t sr
 	ps->ps_oc_probe = 0;
 	ps->ps_oc_chosen = 0;
 	ps->ps_oc_hold = GC_FB_HOLD_MIN;
+	ps->ps_oc_idle = 0;
 	return true;
 }
 
@@ -512,6 +513,7 @@ static void oc_probe(struct gc_policy_state *ps, uint32_t mode, uint64_t ref, ui
 {
 	ps->ps_oc_ref_ns = ref;
 	ps->ps_oc_ref_se2 = ref_se2;
+	ps->ps_oc_idle = 0;
 	oc_start(ps, mode, true, 2 * stretch(ps), now);
 }
 
@@ -524,6 +526,7 @@ static void oc_hold(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, 
 	uint64_t first = stretch(ps);
 
 	ps->ps_oc_hold = hold;
+	ps->ps_oc_idle = 0;
 	if (mode == GC_FB_GROUP && __atomic_load_n(&ps->ps_oc_mode, __ATOMIC_RELAXED) != mode)
 		seen_fold(ps, pc, now);
 	oc_start(ps, mode, false, sat_mul(first, hold), now);
@@ -734,11 +737,17 @@ static bool oc_end(struct gc_policy_state *ps, const struct gc_policy_cfg *pc, u
 		 * evidence either way, and none for a longer hold. One more
 		 * stretch. (A program's single-threaded set-up read as
 		 * grouping that pays, and its threads, pausing between
-		 * syncs, were then held grouped for 16 stretches.) */
+		 * syncs, were then held grouped for 16 stretches.) But no
+		 * longer than the longest hold: past it the hold ends as any
+		 * other, where requests were measured (processes that sync
+		 * once, each its own file, a few gathered by chance, were
+		 * held grouped for good, never compared with direct calls). */
 		uint32_t gathered = ps->ps_txns - ps->ps_oc_txns;
 		uint32_t lone = ps->ps_commit_samples - ps->ps_oc_commits - gathered;
 
-		if (mode == GC_FB_GROUP && (!gathered || gathered < lone)) {
+		if (mode == GC_FB_GROUP && (!gathered || gathered < lone) &&
+		    (!n || ps->ps_oc_idle + 1 < GC_FB_HOLD_MAX)) {
+			ps->ps_oc_idle += n != 0;
 			oc_start(ps, mode, false, stretch(ps), now);
 			return false;
 		}

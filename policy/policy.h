@@ -118,7 +118,8 @@ struct gc_policy_state {
 	uint64_t ps_oc_watch;		/* the next stretch's end (0: not watched) (atomic) */
 	uint32_t ps_oc_paid;		/* held unprobed because grouping evidently paid:
 					 * once it no longer does, probed at once */
-	uint32_t ps_oc_pad;
+	uint32_t ps_oc_idle;		/* grouped stretches in a row that were
+					 * evidence of nothing (mostly lone) */
 	uint64_t ps_oc_other_ns;	/* the other mode's mean when compared (0: never) */
 	uint64_t ps_oc_other_se2;	/* and its standard error squared, us^2 */
 	uint64_t ps_oc_mark_ns;		/* the measure's sums at the last stretch's end */

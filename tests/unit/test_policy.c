@@ -2405,6 +2405,47 @@ Test(outcome, a_thread_syncing_alone_is_no_evidence_for_a_longer_hold)
 		      "after %llu ms", (unsigned long long)((t - from) / MS));
 }
 
+/* Past the start, grouped stretches whose transactions mostly close lone
+ * (processes that sync once, each on a file of its own, a few gathered
+ * by chance) are evidence of nothing, but not for ever: after as many in
+ * a row as the longest hold (GC_FB_HOLD_MAX), the hold ends as any other
+ * does, in a probe of direct calls (before, such a domain stayed grouped
+ * for good). A domain with no request to measure is not probed. */
+Test(outcome, grouping_that_keeps_closing_lone_is_probed_within_the_cap)
+{
+	struct gc_policy_cfg pc = cfg(GC_POL_ADAPTIVE);
+	uint64_t t = T0, from;
+	struct gc_policy_state ps = oc_open(&pc, t, GC_CLOSE_TIMEOUT);
+	struct gc_policy_state idle;
+	int i;
+
+	oc_why = GC_CLOSE_NONE;
+	oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+	idle = ps;
+	for (i = 0, from = t; i < 2 * HOLD_MAX; i++) {
+		oc_commits(&ps, &pc, t, GC_CLOSE_LONE, 3);
+		oc_commits(&ps, &pc, t, GC_CLOSE_TIMEOUT, 1);
+		if (oc_run(&ps, &pc, &t, 10 * MS))
+			break;
+		cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_GROUP, "stretch %d", i);
+	}
+	cr_expect_eq(gc_policy_verdict(&ps, &pc, t).v_kind, GC_V_TIMED, "a probe of direct calls");
+	cr_expect_leq(t - from, (HOLD_MAX + 2) * OC_STRETCH + 2 * MS,
+		      "after %llu stretches", (unsigned long long)((t - from) / OC_STRETCH));
+	cr_expect_geq(t - from, HOLD_MAX * OC_STRETCH, "not before the cap");
+
+	/* nothing measured: one more stretch, however many */
+	t = from;
+	for (i = 0; i < 2 * HOLD_MAX; i++) {
+		oc_commits(&idle, &pc, t, GC_CLOSE_LONE, 3);
+		t += OC_STRETCH + MS;
+		if (gc_policy_device_claim(&idle, t))
+			gc_policy_device(&idle, OC_COMMIT, GC_DEV_OBSERVER, t);
+		cr_expect_not(gc_policy_epoch_end(&idle, &pc, t), "idle stretch %d", i);
+	}
+	cr_expect_eq(gc_policy_verdict(&idle, &pc, t).v_kind, GC_V_GROUP);
+}
+
 /* Only the last stretch of a hold or a probe is measured: a request begun
  * before it is not counted; nor is one with no measure at all (an idle
  * stretch). */
