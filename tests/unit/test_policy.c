@@ -2444,6 +2444,11 @@ Test(outcome, grouping_that_keeps_closing_lone_is_probed_within_the_cap)
 		cr_expect_not(gc_policy_epoch_end(&idle, &pc, t), "idle stretch %d", i);
 	}
 	cr_expect_eq(gc_policy_verdict(&idle, &pc, t).v_kind, GC_V_GROUP);
+
+	/* a peer's count past the bound is a scribble */
+	cr_expect(gc_policy_check(&ps));
+	ps.ps_oc_idle = HOLD_MAX + 1;
+	cr_expect_not(gc_policy_check(&ps), "a count past the longest hold");
 }
 
 /* Only the last stretch of a hold or a probe is measured: a request begun
