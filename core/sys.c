@@ -398,7 +398,10 @@ GC_ONCE void gc_sys_adopt(void)
 	}
 	p->sp_pid = (int32_t)syscall(SYS_getpid);
 	p->sp_owned = 1;
-	self_pid_slow = p->sp_pid;
+	/* read only without a wiped page: written only then (its page is
+	 * one more the child would copy) */
+	if (self_mode != SELF_WIPE)
+		self_pid_slow = p->sp_pid;
 	gc_sys_gen_bump();
 }
 

@@ -71,6 +71,16 @@ static struct gc_domain *domain_get(uint64_t dev, int fd)
 			break;
 	if (i < n) {
 		d = gc_domains[i].dr_dom;
+		/* a segment inherited by fork, not yet joined: the child of an
+		 * unshare is in another namespace, where the members' pids
+		 * name other processes, or their times do not compare */
+		if (gc_domain_is_segment(d) &&
+		    !__atomic_load_n(&gc_domains[i].dr_joined, __ATOMIC_RELAXED)) {
+			if (d->j_pidns != gc_pidns())
+				gc_domain_poison(d, "another pid namespace after fork");
+			else if (!gc_domain_same_clock(d))
+				gc_domain_poison(d, "another time namespace after fork");
+		}
 		if (gc_domain_poisoned(d)) {
 			/* left for good; its mapping stays, threads may be in it */
 			d = gc_domain_private(dev);

@@ -35,7 +35,7 @@ TestSuite(reap, .init = setup, .fini = teardown, .timeout = 60);
 /* The parent and a child fsync a file each, together, 10 rounds, through
  * the shared segment with a window long enough (20 and 50 ms) for each to
  * look for dead peers while both wait in one transaction. */
-static void pair_case(const char *mode, const char *name)
+static void pair_case(const char *mode, const char *name, const char *left)
 {
 	static const char *const w20[] = { "LIBGC_POLICY=fixed", "LIBGC_WAIT_US=20000",
 					   "LIBGC_MAX_WAIT_US=200000", "LIBGC_SHARE=user", NULL };
@@ -63,6 +63,12 @@ static void pair_case(const char *mode, const char *name)
 		cr_expect_eq(s.s_prog_fail + s.s_real_fail + s.s_bad, 0,
 			     "%s: failed requests %zu, failed real calls %zu, bad records %zu",
 			     what, s.s_prog_fail, s.s_real_fail, s.s_bad);
+		/* its first request, not the fork, finds the segment not its
+		 * own: it leaves it then, and says so */
+		if (left)
+			cr_expect(r.err && strstr(r.err, left),
+				  "%s: the child did not leave the parent's segment (\"%s\"): %s",
+				  what, left, r.err ? r.err : "");
 		cr_log_info("%s: %.*s; %zu requests, %zu real calls", what,
 			    (int)strcspn(r.out, "\n"), r.out, s.s_prog, s.s_real);
 		e2e_run_free(&r);
@@ -72,12 +78,19 @@ static void pair_case(const char *mode, const char *name)
 /* The child is made with _Fork: its cached thread id is its parent's. */
 Test(reap, raw_fork_child_requests_stay_durable)
 {
-	pair_case(NULL, "_Fork child");
+	pair_case(NULL, "_Fork child", NULL);
 }
 
 /* The child lives in a pid namespace of its own, sharing /dev/shm and the
  * filesystem: the parent's pid names no process there. */
 Test(reap, peer_in_another_pid_namespace_requests_stay_durable)
 {
-	pair_case("-p", "child in a new pid namespace");
+	pair_case("-p", "child in a new pid namespace", "another pid namespace after fork");
+}
+
+/* The child lives in a time namespace a day ahead: the times the members
+ * write in the segment would mean another instant there. */
+Test(reap, peer_in_another_time_namespace_requests_stay_durable)
+{
+	pair_case("-t", "child in a new time namespace", "another time namespace after fork");
 }

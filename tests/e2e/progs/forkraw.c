@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* forkraw DIR [-n ROUNDS] [-p]: the parent and a child made with _Fork (no
+/* forkraw DIR [-n ROUNDS] [-p|-t]: the parent and a child made with _Fork (no
  * atfork handlers run: whatever the library cached about its thread is
  * stale in the child) each fsync a file of their own, at the same time, in
  * rounds. Every request must still be durable on its own inode: the child
  * is alive, whatever its stale identity looks like to a peer. With -p
  * (root) the child is a plain fork in a new pid namespace instead: to it,
- * the parent's pid names no process at all. */
+ * the parent's pid names no process at all. With -t (root) it is a plain
+ * fork in a new time namespace whose monotonic clock runs a day ahead. */
 
 /* Prints "forkraw: rounds=N parent_errors=N child_status=S"; exits 1 when
  * a call failed or the child did not end cleanly. */
@@ -50,17 +51,35 @@ static int sync_loop(const char *path, int rounds, int parent)
 	return errors;
 }
 
+/* The clocks of the time namespace this process's children will enter:
+ * monotonic and boottime a day ahead. */
+static int time_ahead(void)
+{
+	int fd, n, ok;
+
+	if (unshare(CLONE_NEWTIME) != 0)
+		return -1;
+	fd = open("/proc/self/timens_offsets", O_WRONLY);
+	if (fd < 0)
+		return -1;
+	n = (int)strlen("monotonic 86400 0\nboottime 86400 0\n");
+	ok = write(fd, "monotonic 86400 0\nboottime 86400 0\n", (size_t)n) == n;
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = 10, c, st = 0, perr, newns = 0;
 	char a[4096], b[4096];
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "n:p")) != -1) {
+	while ((c = getopt(argc, argv, "n:pt")) != -1) {
 		if (c == 'n')
 			rounds = atoi(optarg);
 		else if (c == 'p')
 			newns = 1;
+		else if (c == 't')
+			newns = 2;
 		else
 			return 2;
 	}
@@ -82,8 +101,12 @@ int main(int argc, char **argv)
 	if (pid == 0 && newns) {
 		pid_t g;
 
-		if (unshare(CLONE_NEWPID) != 0) {
+		if (newns == 1 && unshare(CLONE_NEWPID) != 0) {
 			dprintf(2, "forkraw: unshare(CLONE_NEWPID): %s\n", strerror(errno));
+			_exit(3);
+		}
+		if (newns == 2 && time_ahead() != 0) {
+			dprintf(2, "forkraw: a time namespace: %s\n", strerror(errno));
 			_exit(3);
 		}
 		g = fork();
