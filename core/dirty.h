@@ -86,8 +86,10 @@ static inline bool gc_dirty_count(int fd, int64_t off, uint64_t n)
 	if ((unsigned)fd >= GC_DIRTY_FDS)
 		return false;
 	s = &gc_dirty_slots[fd];
-	gc_dirty_slot_unquiet(s);
+	/* the add first: a first touch of the slot's page that reads maps
+	 * the zero page, and the write after it copies it, two faults */
 	p = __atomic_add_fetch(&s->s_pending, n, __ATOMIC_RELAXED);
+	gc_dirty_slot_unquiet(s);
 	if (off >= 0) {
 		uint64_t lo1 = __atomic_load_n(&s->s_lo1, __ATOMIC_RELAXED);
 
