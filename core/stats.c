@@ -153,7 +153,10 @@ struct gc_stat_slot *gc_stat_slot_slow(void)
 
 void gc_stats_switch(struct gc_stat_area *a)
 {
-	__atomic_store_n(&gc_stats_base, a, __ATOMIC_RELEASE);
+	/* stored only when it changes: a fork child of a process without a
+	 * stats segment would copy the page for the same value */
+	if (__atomic_load_n(&gc_stats_base, __ATOMIC_RELAXED) != a)
+		__atomic_store_n(&gc_stats_base, a, __ATOMIC_RELEASE);
 	gc_sys_gen_bump();
 }
 
