@@ -264,10 +264,10 @@ void gc_domain_clock_note(struct gc_domain *d)
 	__atomic_store_n(&d->j_clock_ms, clock_skew_ms(), __ATOMIC_RELAXED);
 }
 
-/* Asked once a process, at a join (and after a fork): with the start-up,
- * fork and exit code, where a process joining another's segment finds it
- * in its first window of code (what only a join runs did not rank into
- * core/first.list). */
+/* Asked once a process, at a join (a fork child's at its first request):
+ * with the start-up, fork and exit code, where a process joining another's
+ * segment finds it in its first window of code (what only a join runs did
+ * not rank into core/first.list). */
 GC_ONCE bool gc_domain_same_clock(const struct gc_domain *d)
 {
 	int64_t diff = clock_skew_ms() - __atomic_load_n(&d->j_clock_ms, __ATOMIC_RELAXED);
