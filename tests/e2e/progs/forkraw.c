@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "timens.h"
+
 extern pid_t _Fork(void);
 
 /* Both processes start each round together, so their requests meet. */
@@ -49,22 +51,6 @@ static int sync_loop(const char *path, int rounds, int parent)
 	}
 	close(fd);
 	return errors;
-}
-
-/* The clocks of the time namespace this process's children will enter:
- * monotonic and boottime a day ahead. */
-static int time_ahead(void)
-{
-	int fd, n, ok;
-
-	if (unshare(CLONE_NEWTIME) != 0)
-		return -1;
-	fd = open("/proc/self/timens_offsets", O_WRONLY);
-	if (fd < 0)
-		return -1;
-	n = (int)strlen("monotonic 86400 0\nboottime 86400 0\n");
-	ok = write(fd, "monotonic 86400 0\nboottime 86400 0\n", (size_t)n) == n;
-	return close(fd) == 0 && ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -105,7 +91,7 @@ int main(int argc, char **argv)
 			dprintf(2, "forkraw: unshare(CLONE_NEWPID): %s\n", strerror(errno));
 			_exit(3);
 		}
-		if (newns == 2 && time_ahead() != 0) {
+		if (newns == 2 && time_ahead("86400") != 0) {
 			dprintf(2, "forkraw: a time namespace: %s\n", strerror(errno));
 			_exit(3);
 		}

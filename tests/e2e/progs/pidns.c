@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "timens.h"
+
 static pid_t start(char **argv)
 {
 	pid_t pid = fork();
@@ -38,24 +40,6 @@ static int reap(pid_t pid, const char *where)
 		return 0;
 	fprintf(stderr, "pidns: the copy in %s ended with status 0x%x\n", where, st);
 	return 1;
-}
-
-/* The clocks of the time namespace this process's children will enter:
- * monotonic and boottime @secs ahead. */
-static int time_ahead(const char *secs)
-{
-	char line[96];
-	FILE *f;
-	int ok;
-
-	if (unshare(CLONE_NEWTIME) != 0)
-		return -1;
-	f = fopen("/proc/self/timens_offsets", "w");
-	if (!f)
-		return -1;
-	snprintf(line, sizeof(line), "monotonic %s 0\nboottime %s 0\n", secs, secs);
-	ok = fputs(line, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)
